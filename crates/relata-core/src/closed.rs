@@ -1,0 +1,72 @@
+//! The closed-enum macro: one definition gives `as_str`, `ALL`, `Display`, `FromStr` and
+//! serde as the same snake_case string, so a label, a stored value and a JSON field can
+//! never drift apart.
+
+/// A string that is not one of a closed enum's values.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {kind} {value:?}; expected one of: {expected}")]
+pub struct UnknownLabel {
+    pub kind: &'static str,
+    pub value: String,
+    pub expected: String,
+}
+
+macro_rules! closed_enum {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident : $kind:literal {
+            $( $(#[$vmeta:meta])* $variant:ident = $s:literal ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        $vis enum $name {
+            $( $(#[$vmeta])* $variant ),+
+        }
+
+        impl $name {
+            /// Every value, in declaration order.
+            pub const ALL: &'static [$name] = &[ $( $name::$variant ),+ ];
+
+            /// The label / stored value.
+            pub const fn as_str(self) -> &'static str {
+                match self { $( $name::$variant => $s ),+ }
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+
+        impl ::std::str::FromStr for $name {
+            type Err = $crate::closed::UnknownLabel;
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                match s {
+                    $( $s => Ok($name::$variant), )+
+                    _ => Err($crate::closed::UnknownLabel {
+                        kind: $kind,
+                        value: s.chars().take(64).collect(),
+                        expected: [$( $s ),+].join(", "),
+                    }),
+                }
+            }
+        }
+
+        impl ::serde::Serialize for $name {
+            fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = <::std::borrow::Cow<'de, str> as ::serde::Deserialize>::deserialize(d)?;
+                s.parse().map_err(::serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+pub(crate) use closed_enum;

@@ -1,0 +1,197 @@
+//! The response contracts: what the model is asked to return, and the bounds the gate
+//! enforces.
+//!
+//! Each contract is a JSON Schema document kept as a file beside this crate and sent to
+//! the model server as `response_format`. Its sha256 is over the file's exact bytes and is
+//! recorded with every model call; `tests::schema_hashes_are_pinned` fails when a schema
+//! changes without a version bump. The bounds below are mirrored into the schema
+//! (`maxLength`, `maxItems`): grammar-constrained servers stop on their own when they see
+//! them, and `tests::schemas_mirror_the_bounds` keeps the two in step.
+
+use sha2::{Digest, Sha256};
+
+use crate::task::Task;
+
+/// Bounds of the response contracts. Lengths are in Unicode scalar values (what JSON
+/// Schema's `maxLength` counts), never bytes.
+pub mod bounds {
+    /// Whole response body, in bytes, before any fence is removed.
+    pub const MAX_RESPONSE_BYTES: usize = 64 * 1024;
+    /// JSON nesting the decoder follows before calling the response `not_json`. The
+    /// contracts need 3 levels; the margin is for servers that wrap, never for content.
+    pub const MAX_DEPTH: usize = 32;
+
+    pub const MAX_ENTITIES: usize = 50;
+    pub const MAX_CLAIMS: usize = 50;
+    pub const MAX_RELATIONS: usize = 50;
+
+    pub const NAME_MAX_CHARS: usize = 200;
+    pub const STATEMENT_MAX_CHARS: usize = 1_000;
+    pub const QUOTE_MAX_CHARS: usize = 2_000;
+
+    /// "Too short to carry meaning". An entity name needs two characters ("EU", "Go");
+    /// a statement needs a subject, a verb and an object — three words and twelve
+    /// characters; a quote needs two words and eight characters, so a lone year or name
+    /// (which would be found verbatim almost anywhere) cannot ground a claim.
+    pub const NAME_MIN_CHARS: usize = 2;
+    pub const STATEMENT_MIN_CHARS: usize = 12;
+    pub const STATEMENT_MIN_WORDS: usize = 3;
+    pub const QUOTE_MIN_CHARS: usize = 8;
+    pub const QUOTE_MIN_WORDS: usize = 2;
+}
+
+/// One response contract.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Contract {
+    pub task: Task,
+    /// Stable id, e.g. `relata.extract`.
+    pub schema_id: &'static str,
+    pub version: u32,
+    /// The `json_schema.name` sent to servers, e.g. `relata_extract_v1`.
+    pub name: &'static str,
+    /// The JSON Schema document, byte for byte as hashed.
+    pub json_schema: &'static str,
+}
+
+pub const EXTRACT_V1: Contract = Contract {
+    task: Task::Extract,
+    schema_id: "relata.extract",
+    version: 1,
+    name: "relata_extract_v1",
+    json_schema: include_str!("../schemas/relata.extract.v1.json"),
+};
+
+pub const CLASSIFY_V1: Contract = Contract {
+    task: Task::Classify,
+    schema_id: "relata.classify",
+    version: 1,
+    name: "relata_classify_v1",
+    json_schema: include_str!("../schemas/relata.classify.v1.json"),
+};
+
+impl Contract {
+    /// The current contract of a task.
+    pub const fn current(task: Task) -> Contract {
+        match task {
+            Task::Extract => EXTRACT_V1,
+            Task::Classify => CLASSIFY_V1,
+        }
+    }
+
+    /// Lowercase hex sha256 of the schema document's bytes.
+    pub fn sha256(&self) -> String {
+        hex::encode(Sha256::digest(self.json_schema.as_bytes()))
+    }
+
+    /// The schema as a JSON value, for embedding in a request.
+    pub fn schema_value(&self) -> serde_json::Value {
+        // The documents are compiled in and checked by a test; failure here is a build bug.
+        serde_json::from_str(self.json_schema).expect("compiled-in JSON Schema is valid JSON")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bounds::*;
+    use super::*;
+    use serde_json::Value;
+
+    /// Changing a schema document changes its hash. If this test fails, you changed a
+    /// contract: bump its version (new file, new constant) instead of editing v1 in place,
+    /// so that stored provenance keeps meaning what it said.
+    #[test]
+    fn schema_hashes_are_pinned() {
+        assert_eq!(
+            EXTRACT_V1.sha256(),
+            "e091285a51b54996c00e721360f1c14a4008e6cd211de16b5267ccaa190a7e0e",
+            "relata.extract v1 changed without a version bump"
+        );
+        assert_eq!(
+            CLASSIFY_V1.sha256(),
+            "1e9759c211a802607f64ff3a285cca01c3e07e0961643b9777165ad866651a77",
+            "relata.classify v1 changed without a version bump"
+        );
+    }
+
+    fn at<'a>(v: &'a Value, path: &[&str]) -> &'a Value {
+        path.iter().fold(v, |v, k| &v[*k])
+    }
+
+    #[test]
+    fn schemas_mirror_the_bounds() {
+        let e = EXTRACT_V1.schema_value();
+        let n = |p: &[&str]| at(&e, p).as_u64().unwrap() as usize;
+        assert_eq!(n(&["properties", "entities", "maxItems"]), MAX_ENTITIES);
+        assert_eq!(n(&["properties", "claims", "maxItems"]), MAX_CLAIMS);
+        let ent = ["properties", "entities", "items", "properties"];
+        let name: Vec<&str> = ent.iter().copied().chain(["name", "maxLength"]).collect();
+        assert_eq!(n(&name), NAME_MAX_CHARS);
+        let cl = ["properties", "claims", "items", "properties"];
+        let p = |f: &'static str, k: &'static str| -> Vec<&'static str> {
+            cl.iter().copied().chain([f, k]).collect()
+        };
+        assert_eq!(n(&p("statement", "maxLength")), STATEMENT_MAX_CHARS);
+        assert_eq!(n(&p("statement", "minLength")), STATEMENT_MIN_CHARS);
+        assert_eq!(n(&p("quote", "maxLength")), QUOTE_MAX_CHARS);
+        assert_eq!(n(&p("quote", "minLength")), QUOTE_MIN_CHARS);
+        assert_eq!(n(&p("subject", "maxLength")), NAME_MAX_CHARS);
+
+        let types: Vec<&str> = at(&e, &ent).get("type").unwrap()["enum"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        let ours: Vec<&str> = crate::EntityType::ALL.iter().map(|t| t.as_str()).collect();
+        assert_eq!(types, ours);
+
+        let c = CLASSIFY_V1.schema_value();
+        assert_eq!(
+            at(&c, &["properties", "relations", "maxItems"])
+                .as_u64()
+                .unwrap() as usize,
+            MAX_RELATIONS
+        );
+        let rels: Vec<&str> = at(
+            &c,
+            &[
+                "properties",
+                "relations",
+                "items",
+                "properties",
+                "relation",
+                "enum",
+            ],
+        )
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+        let ours: Vec<&str> = crate::RelationKind::ALL
+            .iter()
+            .map(|t| t.as_str())
+            .collect();
+        assert_eq!(rels, ours);
+    }
+
+    #[test]
+    fn every_object_in_the_schemas_forbids_unknown_fields() {
+        fn walk(v: &Value, path: String) {
+            if let Some(o) = v.as_object() {
+                if o.get("type") == Some(&Value::from("object")) {
+                    assert_eq!(
+                        o.get("additionalProperties"),
+                        Some(&Value::Bool(false)),
+                        "{path}"
+                    );
+                }
+                for (k, child) in o {
+                    walk(child, format!("{path}/{k}"));
+                }
+            }
+        }
+        walk(&EXTRACT_V1.schema_value(), String::new());
+        walk(&CLASSIFY_V1.schema_value(), String::new());
+    }
+}

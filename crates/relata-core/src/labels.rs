@@ -1,0 +1,154 @@
+//! Closed label sets: metric labels and stored values.
+
+use crate::closed::closed_enum;
+
+closed_enum! {
+    /// Why model output (a whole response or one row of it) was rejected.
+    ///
+    /// Used verbatim as the `reason` label of `relata_model_invalid_output_total` and as
+    /// the stored reason of an invalid-output row. Never extend it with free text: the
+    /// human-readable detail travels beside it, not inside it.
+    pub enum Reason: "reason" {
+        /// Nothing but whitespace (or nothing at all).
+        Empty = "empty",
+        /// Larger than the response bound.
+        TooLarge = "too_large",
+        /// Not exactly one JSON value: prose around it, invalid UTF-8, NaN, nesting too deep.
+        NotJson = "not_json",
+        /// Something after the one JSON value, including a dangling fence.
+        TrailingContent = "trailing_content",
+        /// Wrong shape: missing field, wrong type, duplicate key, a length or count bound.
+        Schema = "schema",
+        /// A field the contract does not name.
+        UnknownField = "unknown_field",
+        /// A value outside a closed enum (entity type, relation).
+        BadEnum = "bad_enum",
+        /// A handle that was never shown to the model.
+        UnknownHandle = "unknown_handle",
+        /// A relation for a pair that was not asked for.
+        UnrequestedPair = "unrequested_pair",
+        /// The quote is not in the source, even after NFC and whitespace collapsing.
+        QuoteNotFound = "quote_not_found",
+        /// A placeholder, a field name, or text too short to carry meaning.
+        Degenerate = "degenerate",
+        /// A claim's subject is not an accepted entity of the same response.
+        UnknownSubject = "unknown_subject",
+        /// A row repeating an earlier accepted row.
+        Duplicate = "duplicate",
+        /// The provider stopped at the token limit (`finish_reason = "length"`).
+        Truncated = "truncated",
+        /// The provider reported a refusal instead of content.
+        Refusal = "refusal",
+    }
+}
+
+closed_enum! {
+    /// A non-fatal finding: the row is kept, flagged, and queued for review.
+    pub enum Warning: "warning" {
+        /// A number, year or percentage in a statement that its quote does not contain.
+        FigureNotInQuote = "figure_not_in_quote",
+        /// A check whose severity was lowered to `warn` found a problem; the reason is
+        /// stored beside it.
+        Demoted = "demoted",
+    }
+}
+
+closed_enum! {
+    /// A validation check that has its own `enabled` and `severity` settings.
+    ///
+    /// The syntactic and schema layers are not listed: they *are* the decoder, and there
+    /// is no meaningful "off" for "is this JSON". Two listed checks are structural —
+    /// `quote_found` and `handle_known` — because guarantees 5 and 6 depend on them; they
+    /// exist here so their state is exported and logged like every other check, and
+    /// configuration refuses to disable them.
+    pub enum Check: "check" {
+        QuoteFound = "quote_found",
+        HandleKnown = "handle_known",
+        PairRequested = "pair_requested",
+        Degenerate = "degenerate",
+        SubjectKnown = "subject_known",
+        NoDuplicate = "no_duplicate",
+        FigureInQuote = "figure_in_quote",
+    }
+}
+
+impl Check {
+    /// A structural check cannot be disabled or demoted: without it a stored row would
+    /// lose its link to the source (quotes) or could reference something never sent
+    /// (handles).
+    pub const fn is_structural(self) -> bool {
+        matches!(self, Check::QuoteFound | Check::HandleKnown)
+    }
+}
+
+closed_enum! {
+    /// What a failing check does to its row.
+    pub enum Severity: "severity" {
+        Reject = "reject",
+        Warn = "warn",
+    }
+}
+
+closed_enum! {
+    /// The kind of row inside a response.
+    pub enum RowKind: "row kind" {
+        Entity = "entity",
+        Claim = "claim",
+        Relation = "relation",
+    }
+}
+
+closed_enum! {
+    /// The closed set of entity types in `relata.extract` v1.
+    pub enum EntityType: "entity type" {
+        Person = "person",
+        Organization = "organization",
+        Location = "location",
+        Event = "event",
+        Work = "work",
+        Concept = "concept",
+        Other = "other",
+    }
+}
+
+closed_enum! {
+    /// The closed set of claim relations in `relata.classify` v1.
+    pub enum RelationKind: "relation" {
+        Supports = "supports",
+        Contradicts = "contradicts",
+        Refines = "refines",
+        Unrelated = "unrelated",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_round_trip_through_str_and_serde() {
+        for r in Reason::ALL {
+            assert_eq!(r.as_str().parse::<Reason>().unwrap(), *r);
+            let json = serde_json::to_string(r).unwrap();
+            assert_eq!(serde_json::from_str::<Reason>(&json).unwrap(), *r);
+        }
+        for c in Check::ALL {
+            assert_eq!(c.as_str().parse::<Check>().unwrap(), *c);
+        }
+    }
+
+    #[test]
+    fn unknown_label_names_the_kind_and_the_choices() {
+        let err = "Person".parse::<EntityType>().unwrap_err();
+        let msg = err.to_string();
+        assert!(msg.contains("entity type"), "{msg}");
+        assert!(msg.contains("\"Person\""), "{msg}");
+        assert!(msg.contains("person, organization"), "{msg}");
+    }
+
+    #[test]
+    fn only_quote_and_handle_checks_are_structural() {
+        let structural: Vec<_> = Check::ALL.iter().filter(|c| c.is_structural()).collect();
+        assert_eq!(structural, [&Check::QuoteFound, &Check::HandleKnown]);
+    }
+}

@@ -1,0 +1,22 @@
+//! relata's domain vocabulary.
+//!
+//! Everything that becomes a metric label or a stored status is a closed enum defined
+//! here, so that no other crate can invent a label value at run time (an error string as a
+//! label is a cardinality bomb and an unqueryable store). The response contracts — what
+//! the model is asked to return and the bounds the gate enforces — live here too, because
+//! the gate, the model adapter (which sends them as JSON Schema) and the store all agree on
+//! them and none of them should own the others.
+//!
+//! This crate does no IO and has no async.
+
+mod closed;
+pub mod contract;
+pub mod handle;
+pub mod labels;
+pub mod task;
+
+pub use closed::UnknownLabel;
+pub use contract::{CLASSIFY_V1, Contract, EXTRACT_V1};
+pub use handle::{Handle, HandleError};
+pub use labels::{Check, EntityType, Reason, RelationKind, RowKind, Severity, Warning};
+pub use task::{JobId, Task, TaskVersion};

@@ -1,0 +1,1 @@
+//! relata-queue
