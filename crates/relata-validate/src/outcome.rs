@@ -233,3 +233,55 @@ impl<R> Judgement<R> {
         &self.accepted
     }
 }
+
+/// The machine-readable summary of a [`Judgement`], as `relata check` prints it:
+/// `{"task", "verdict", "reason", "rows": [{"kind", "index", "status", "reason",
+/// "warnings", "quote_start"?, "quote_end"?}]}`. Details are not part of it (they are
+/// for humans and go to stderr); [`Judgement::rejections`] carries them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Report {
+    pub task: Task,
+    pub verdict: Verdict,
+    /// Set when the whole response was rejected.
+    pub reason: Option<Reason>,
+    pub rows: Vec<ReportRow>,
+}
+
+/// One row of a [`Report`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ReportRow {
+    pub kind: RowKind,
+    pub index: usize,
+    pub status: RowStatus,
+    pub reason: Option<Reason>,
+    pub warnings: Vec<Finding>,
+    /// For accepted claims only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quote_start: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quote_end: Option<usize>,
+}
+
+impl<R> Judgement<R> {
+    /// The summary `relata check` prints.
+    pub fn report(&self) -> Report {
+        Report {
+            task: self.task,
+            verdict: self.verdict(),
+            reason: self.response_rejection.as_ref().map(|r| r.reason),
+            rows: self
+                .rows
+                .iter()
+                .map(|r| ReportRow {
+                    kind: r.kind,
+                    index: r.index,
+                    status: r.status,
+                    reason: r.reason,
+                    warnings: r.warnings.clone(),
+                    quote_start: r.quote_span.map(|s| s.0),
+                    quote_end: r.quote_span.map(|s| s.1),
+                })
+                .collect(),
+        }
+    }
+}

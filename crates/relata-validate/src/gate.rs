@@ -1,0 +1,442 @@
+//! Layers 2–4: the strict typed decode of the contract and the row-level checks.
+
+use std::collections::{HashMap, HashSet};
+
+use relata_core::contract::bounds;
+use relata_core::{
+    Check, EntityType, Handle, Reason, RelationKind, RowKind, Severity, Task, Warning,
+};
+
+use crate::ClassifyInput;
+use crate::config::GateConfig;
+use crate::decode::{self, Json};
+use crate::normalize::{SourceIndex, key};
+use crate::outcome::{
+    AcceptedClaim, AcceptedEntity, AcceptedRelation, ClassifyRows, ExtractRows, Finding, Judgement,
+    Rejection, RowOutcome, RowStatus,
+};
+use crate::text::{bounded, degenerate, excerpt, figures_not_in};
+
+/// A failed check: the reason and a bounded detail.
+type Fail = (Reason, String);
+
+fn fail<T>(reason: Reason, detail: String) -> Result<T, Fail> {
+    Err((reason, bounded(detail)))
+}
+
+/// The fields of an object with exactly `names`: an unknown field first, then a missing
+/// one, then the values in `names` order.
+fn fields<'j, 'a, const N: usize>(
+    v: &'j Json<'a>,
+    what: &str,
+    names: [&str; N],
+) -> Result<[&'j Json<'a>; N], Fail> {
+    let Json::Object(entries) = v else {
+        return fail(
+            Reason::Schema,
+            format!("{what} is {}, not an object", v.type_name()),
+        );
+    };
+    if let Some((k, _)) = entries.iter().find(|(k, _)| !names.contains(&k.as_ref())) {
+        return fail(
+            Reason::UnknownField,
+            format!("{what} has an unknown field {}", excerpt(k, 40)),
+        );
+    }
+    let mut out = [&Json::Null; N];
+    for (slot, name) in out.iter_mut().zip(names) {
+        match entries.iter().find(|(k, _)| k == name) {
+            Some((_, v)) => *slot = v,
+            None => return fail(Reason::Schema, format!("{what} is missing field {name:?}")),
+        }
+    }
+    Ok(out)
+}
+
+fn array<'j, 'a>(v: &'j Json<'a>, name: &str, max: usize) -> Result<&'j [Json<'a>], Fail> {
+    match v {
+        Json::Array(items) if items.len() <= max => Ok(items),
+        Json::Array(items) => fail(
+            Reason::Schema,
+            format!(
+                "{name:?} has {} items, over the bound of {max}",
+                items.len()
+            ),
+        ),
+        other => fail(
+            Reason::Schema,
+            format!("{name:?} is {}, not an array", other.type_name()),
+        ),
+    }
+}
+
+fn string<'j>(v: &'j Json<'_>, name: &str, max_chars: usize) -> Result<&'j str, Fail> {
+    let Json::Str(s) = v else {
+        return fail(
+            Reason::Schema,
+            format!("{name:?} is {}, not a string", v.type_name()),
+        );
+    };
+    // Cheap upper bound first: a string of at most max bytes has at most max chars.
+    if s.len() > max_chars {
+        let n = s.chars().count();
+        if n > max_chars {
+            return fail(
+                Reason::Schema,
+                format!("{name:?} is {n} characters, over the bound of {max_chars}"),
+            );
+        }
+    }
+    Ok(s)
+}
+
+fn closed<T: std::str::FromStr>(s: &str, name: &str) -> Result<T, Fail> {
+    s.parse().or_else(|_| {
+        fail(
+            Reason::BadEnum,
+            format!(
+                "{name:?} {} is not one of the allowed values",
+                excerpt(s, 30)
+            ),
+        )
+    })
+}
+
+/// Runs the configurable checks of one row and collects its findings.
+struct Row<'c> {
+    config: &'c GateConfig,
+    warnings: Vec<Finding>,
+}
+
+impl<'c> Row<'c> {
+    fn new(config: &'c GateConfig) -> Self {
+        Row {
+            config,
+            warnings: Vec::new(),
+        }
+    }
+
+    /// Whether `check` is enabled at all (a disabled check is not run).
+    fn enabled(&self, check: Check) -> bool {
+        self.config.setting(check).enabled
+    }
+
+    /// Run `check`: `problem` returns a detail when the row fails it. Disabled: not run.
+    /// Severity `reject`: the row fails with `reason`. Severity `warn`: the row is kept
+    /// with a `demoted` finding naming `reason`.
+    fn check(
+        &mut self,
+        check: Check,
+        reason: Reason,
+        problem: impl FnOnce() -> Option<String>,
+    ) -> Result<(), Fail> {
+        let setting = self.config.setting(check);
+        if !setting.enabled {
+            return Ok(());
+        }
+        match problem() {
+            None => Ok(()),
+            Some(detail) => match setting.severity {
+                Severity::Reject => fail(reason, detail),
+                Severity::Warn => {
+                    self.warnings.push(Finding {
+                        warning: Warning::Demoted,
+                        reason: Some(reason),
+                        detail: bounded(detail),
+                    });
+                    Ok(())
+                }
+            },
+        }
+    }
+}
+
+fn outcome(
+    kind: RowKind,
+    index: usize,
+    result: &Result<Vec<Finding>, Fail>,
+    quote_span: Option<(usize, usize)>,
+) -> RowOutcome {
+    match result {
+        Ok(warnings) => RowOutcome {
+            kind,
+            index,
+            status: RowStatus::Accepted,
+            reason: None,
+            detail: None,
+            warnings: warnings.clone(),
+            quote_span,
+        },
+        Err((reason, detail)) => RowOutcome {
+            kind,
+            index,
+            status: RowStatus::Rejected,
+            reason: Some(*reason),
+            detail: Some(detail.clone()),
+            warnings: Vec::new(),
+            quote_span: None,
+        },
+    }
+}
+
+fn whole<R: Default>(task: Task, (reason, detail): Fail) -> Judgement<R> {
+    Judgement {
+        task,
+        response_rejection: Some(Rejection {
+            kind: None,
+            index: None,
+            reason,
+            detail,
+        }),
+        rows: Vec::new(),
+        accepted: R::default(),
+    }
+}
+
+fn top<'j, 'a, const N: usize>(
+    raw: &'a [u8],
+    doc: &'j mut Option<Json<'a>>,
+    names: [&str; N],
+) -> Result<[&'j Json<'a>; N], Fail> {
+    let v = decode::parse(raw).map_err(|e| (e.reason, e.detail))?;
+    let v = doc.insert(v);
+    fields(v, "the response", names)
+}
+
+pub(crate) fn judge_extract(
+    config: &GateConfig,
+    source: &str,
+    raw: &[u8],
+) -> Judgement<ExtractRows> {
+    let mut doc = None;
+    let parsed = top(raw, &mut doc, ["entities", "claims"]).and_then(|[e, c]| {
+        Ok((
+            array(e, "entities", bounds::MAX_ENTITIES)?,
+            array(c, "claims", bounds::MAX_CLAIMS)?,
+        ))
+    });
+    let (entities, claims) = match parsed {
+        Ok(x) => x,
+        Err(f) => return whole(Task::Extract, f),
+    };
+
+    let mut rows = Vec::with_capacity(entities.len() + claims.len());
+    let mut accepted = ExtractRows::default();
+    // Normalised name -> index in `accepted.entities`, first accepted entity wins.
+    let mut by_name: HashMap<String, usize> = HashMap::new();
+    let mut seen_entities: HashSet<(String, EntityType)> = HashSet::new();
+
+    for (index, v) in entities.iter().enumerate() {
+        let mut row = Row::new(config);
+        let result = (|| {
+            let [name, ty] = fields(v, "the entity", ["name", "type"])?;
+            let name = string(name, "name", bounds::NAME_MAX_CHARS)?;
+            let ty = string(ty, "type", usize::MAX)?;
+            let ty: EntityType = closed(ty, "type")?;
+            row.check(Check::Degenerate, Reason::Degenerate, || {
+                degenerate(name, bounds::NAME_MIN_CHARS, 1).map(|d| format!("name: {d}"))
+            })?;
+            let k = key(name);
+            let dup_key = (k.clone(), ty);
+            row.check(Check::NoDuplicate, Reason::Duplicate, || {
+                seen_entities
+                    .contains(&dup_key)
+                    .then(|| format!("repeats an earlier entity {} ({ty})", excerpt(name, 40)))
+            })?;
+            Ok((name, ty, k, dup_key))
+        })();
+        let result = result.map(|(name, ty, k, dup_key)| {
+            let at = accepted.entities.len();
+            by_name.entry(k).or_insert(at);
+            seen_entities.insert(dup_key);
+            accepted.entities.push(AcceptedEntity {
+                index,
+                name: name.to_owned(),
+                entity_type: ty,
+                warnings: row.warnings.clone(),
+            });
+            row.warnings
+        });
+        rows.push(outcome(RowKind::Entity, index, &result, None));
+    }
+
+    let source_index = (!claims.is_empty()).then(|| SourceIndex::new(source));
+    let mut seen_claims: HashSet<(String, usize, usize)> = HashSet::new();
+    for (index, v) in claims.iter().enumerate() {
+        let mut row = Row::new(config);
+        let result = (|| {
+            let [statement, quote, subject] =
+                fields(v, "the claim", ["statement", "quote", "subject"])?;
+            let statement = string(statement, "statement", bounds::STATEMENT_MAX_CHARS)?;
+            let quote = string(quote, "quote", bounds::QUOTE_MAX_CHARS)?;
+            let subject = string(subject, "subject", bounds::NAME_MAX_CHARS)?;
+            row.check(Check::Degenerate, Reason::Degenerate, || {
+                degenerate(
+                    statement,
+                    bounds::STATEMENT_MIN_CHARS,
+                    bounds::STATEMENT_MIN_WORDS,
+                )
+                .map(|d| format!("statement: {d}"))
+                .or_else(|| {
+                    degenerate(quote, bounds::QUOTE_MIN_CHARS, bounds::QUOTE_MIN_WORDS)
+                        .map(|d| format!("quote: {d}"))
+                })
+                .or_else(|| {
+                    degenerate(subject, bounds::NAME_MIN_CHARS, 1).map(|d| format!("subject: {d}"))
+                })
+            })?;
+            // Structural (guarantee 5): always enabled, always rejecting.
+            let span = source_index.as_ref().and_then(|ix| ix.find(quote));
+            let Some((start, end)) = span else {
+                return fail(
+                    Reason::QuoteNotFound,
+                    format!(
+                        "quote {} is not in the source (after NFC and whitespace collapsing)",
+                        excerpt(quote, 60)
+                    ),
+                );
+            };
+            let mut subject_at = None;
+            if row.enabled(Check::SubjectKnown) {
+                subject_at = by_name.get(&key(subject)).copied();
+                row.check(Check::SubjectKnown, Reason::UnknownSubject, || {
+                    subject_at.is_none().then(|| {
+                        format!(
+                            "subject {} is not an accepted entity of this response",
+                            excerpt(subject, 40)
+                        )
+                    })
+                })?;
+            }
+            let dup_key = (key(statement), start, end);
+            row.check(Check::NoDuplicate, Reason::Duplicate, || {
+                seen_claims
+                    .contains(&dup_key)
+                    .then(|| "repeats an earlier claim (same statement and quote)".to_owned())
+            })?;
+            let setting = config.setting(Check::FigureInQuote);
+            if setting.enabled {
+                if let Some(detail) = figures_not_in(statement, &source[start..end]) {
+                    match setting.severity {
+                        Severity::Warn => row.warnings.push(Finding {
+                            warning: Warning::FigureNotInQuote,
+                            reason: None,
+                            detail: bounded(detail),
+                        }),
+                        // No reason of its own exists for a figure; the quote does not
+                        // hold what the statement states, so it is `quote_not_found`.
+                        Severity::Reject => return fail(Reason::QuoteNotFound, detail),
+                    }
+                }
+            }
+            Ok((statement, subject, start, end, subject_at, dup_key))
+        })();
+        let span = result.as_ref().ok().map(|r| (r.2, r.3));
+        let result = result.map(|(statement, subject, start, end, subject_at, dup_key)| {
+            seen_claims.insert(dup_key);
+            let (subject, subject_entity_index) = match subject_at {
+                Some(at) => {
+                    let e = &accepted.entities[at];
+                    (e.name.clone(), Some(e.index))
+                }
+                None => (subject.to_owned(), None),
+            };
+            accepted.claims.push(AcceptedClaim {
+                index,
+                statement: statement.to_owned(),
+                quote: source[start..end].to_owned(),
+                quote_start: start,
+                quote_end: end,
+                subject,
+                subject_entity_index,
+                warnings: row.warnings.clone(),
+            });
+            row.warnings
+        });
+        rows.push(outcome(RowKind::Claim, index, &result, span));
+    }
+
+    Judgement {
+        task: Task::Extract,
+        response_rejection: None,
+        rows,
+        accepted,
+    }
+}
+
+pub(crate) fn judge_classify(
+    config: &GateConfig,
+    input: &ClassifyInput,
+    raw: &[u8],
+) -> Judgement<ClassifyRows> {
+    let mut doc = None;
+    let parsed = top(raw, &mut doc, ["relations"])
+        .and_then(|[r]| array(r, "relations", bounds::MAX_RELATIONS));
+    let relations = match parsed {
+        Ok(x) => x,
+        Err(f) => return whole(Task::Classify, f),
+    };
+
+    let mut rows = Vec::with_capacity(relations.len());
+    let mut accepted = ClassifyRows::default();
+    let mut seen: HashSet<(Handle, Handle)> = HashSet::new();
+    for (index, v) in relations.iter().enumerate() {
+        let mut row = Row::new(config);
+        let result = (|| {
+            let [a, b, relation] = fields(v, "the relation", ["a", "b", "relation"])?;
+            let a = string(a, "a", HANDLE_MAX_CHARS)?;
+            let b = string(b, "b", HANDLE_MAX_CHARS)?;
+            let relation = string(relation, "relation", usize::MAX)?;
+            let relation: RelationKind = closed(relation, "relation")?;
+            // Structural (guarantee 6): a handle resolves only if it was sent.
+            let resolve = |s: &str, name: &str| match Handle::parse(s) {
+                Ok(h) if input.handles.contains(&h) => Ok(h),
+                Ok(_) => fail(
+                    Reason::UnknownHandle,
+                    format!("{name:?} {} was not sent to the model", excerpt(s, 12)),
+                ),
+                Err(_) => fail(
+                    Reason::UnknownHandle,
+                    format!("{name:?} {} is not a claim handle", excerpt(s, 12)),
+                ),
+            };
+            let a = resolve(a, "a")?;
+            let b = resolve(b, "b")?;
+            row.check(Check::PairRequested, Reason::UnrequestedPair, || {
+                (!input.pairs.contains(&(a, b))).then(|| {
+                    if input.pairs.contains(&(b, a)) {
+                        format!("({a}, {b}) was not asked for; ({b}, {a}) was (order matters)")
+                    } else {
+                        format!("({a}, {b}) was not asked for")
+                    }
+                })
+            })?;
+            row.check(Check::NoDuplicate, Reason::Duplicate, || {
+                seen.contains(&(a, b))
+                    .then(|| format!("a second relation for ({a}, {b})"))
+            })?;
+            Ok((a, b, relation))
+        })();
+        let result = result.map(|(a, b, relation)| {
+            seen.insert((a, b));
+            accepted.relations.push(AcceptedRelation {
+                index,
+                a,
+                b,
+                relation,
+                warnings: row.warnings.clone(),
+            });
+            row.warnings
+        });
+        rows.push(outcome(RowKind::Relation, index, &result, None));
+    }
+    Judgement {
+        task: Task::Classify,
+        response_rejection: None,
+        rows,
+        accepted,
+    }
+}
+
+/// `maxLength` of `a` and `b` in `relata.classify` v1.
+const HANDLE_MAX_CHARS: usize = 12;

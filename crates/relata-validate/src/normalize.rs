@@ -1,0 +1,252 @@
+//! The one text normalisation the gate uses for comparisons: Unicode NFC, then every run of
+//! whitespace (`char::is_whitespace`) collapsed to one ASCII space, leading and trailing
+//! whitespace removed. [`key`] additionally lowercases (Unicode `to_lowercase`), for names
+//! compared case-insensitively.
+//!
+//! Quote matching needs more than a normalised copy: the accepted claim carries byte
+//! offsets into the *original* source, so [`SourceIndex`] keeps a map from positions in the
+//! normalised text back to the original. The text is cut into segments at NFC-stable
+//! boundaries (before every character that is a starter with `NFC_Quick_Check = Yes`, and
+//! around every whitespace run); each segment is normalised on its own, which gives the
+//! same result as normalising the whole text, and a match is only accepted when it starts
+//! and ends on segment boundaries — never inside a character that composition merged.
+
+use unicode_normalization::{IsNormalized, UnicodeNormalization, char::canonical_combining_class};
+
+/// NFC + whitespace runs collapsed to one space + trimmed.
+pub fn collapse(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    normalise_into(s, &mut out, |_, _, _, _| {});
+    out
+}
+
+/// [`collapse`] then Unicode lowercase: the comparison key for entity names and subjects.
+pub fn key(s: &str) -> String {
+    let c = collapse(s);
+    if c.is_ascii() {
+        c.to_ascii_lowercase()
+    } else {
+        c.to_lowercase()
+    }
+}
+
+/// A character before which NFC never reaches back: composition of the text before it
+/// and after it are independent.
+fn is_boundary(c: char) -> bool {
+    c.is_ascii()
+        || (canonical_combining_class(c) == 0
+            && is_nfc_quick(std::iter::once(c)) == IsNormalized::Yes)
+}
+
+fn is_nfc_quick<I: Iterator<Item = char>>(i: I) -> IsNormalized {
+    unicode_normalization::is_nfc_quick(i)
+}
+
+/// Walk `s`, appending its normalised form to `out` (which must start empty). For every
+/// segment whose normalised bytes differ from the original bytes, `on_changed(norm_start,
+/// norm_end, orig_start, orig_end)` is called. Text between two reported segments is copied
+/// byte for byte, so its offsets follow from the end of the last report.
+fn normalise_into(
+    s: &str,
+    out: &mut String,
+    mut on_changed: impl FnMut(usize, usize, usize, usize),
+) {
+    let bytes = s.as_bytes();
+    let mut i = 0;
+    // Start of a pending whitespace run in the original.
+    let mut pending_ws: Option<usize> = None;
+    while i < bytes.len() {
+        let b = bytes[i];
+        let c = if b < 0x80 {
+            b as char
+        } else {
+            // `s` is a str and `i` always sits on a char boundary.
+            match s[i..].chars().next() {
+                Some(c) => c,
+                None => break,
+            }
+        };
+        let c_len = c.len_utf8();
+        if c.is_whitespace() {
+            if pending_ws.is_none() {
+                pending_ws = Some(i);
+            }
+            i += c_len;
+            continue;
+        }
+        if let Some(ws_start) = pending_ws.take() {
+            let ns = out.len();
+            if ns > 0 {
+                out.push(' ');
+                // One byte of whitespace keeps every offset; anything longer shifts them.
+                if i - ws_start != 1 {
+                    on_changed(ns, ns + 1, ws_start, i);
+                }
+            } else {
+                // Leading whitespace is dropped: a zero-width segment.
+                on_changed(0, 0, ws_start, i);
+            }
+        }
+        // The segment: this character plus every following character NFC could merge
+        // into it (non-boundary, non-whitespace).
+        let seg_start = i;
+        let mut j = i + c_len;
+        let mut simple = is_boundary(c);
+        while j < bytes.len() {
+            if bytes[j] < 0x80 {
+                break; // ASCII is always a boundary (whitespace too)
+            }
+            let Some(d) = s[j..].chars().next() else {
+                break;
+            };
+            if d.is_whitespace() || is_boundary(d) {
+                break;
+            }
+            simple = false;
+            j += d.len_utf8();
+        }
+        let seg = &s[seg_start..j];
+        if simple {
+            out.push_str(seg);
+        } else {
+            let ns = out.len();
+            out.extend(seg.nfc());
+            if &out[ns..] != seg {
+                on_changed(ns, out.len(), seg_start, j);
+            }
+        }
+        i = j;
+    }
+    // Trailing whitespace is trimmed.
+}
+
+/// The normalised source text with a map back to original byte offsets.
+#[derive(Debug, Clone)]
+pub(crate) struct SourceIndex<'s> {
+    original: &'s str,
+    norm: String,
+    /// (norm, orig) pairs at the start and end of every changed segment, in order. A
+    /// position maps through the last pair at or before it: `orig + (p - norm)`.
+    breaks: Vec<(usize, usize)>,
+    /// Changed segments longer than one byte, (norm_start, norm_end): a match may not
+    /// start or end strictly inside one.
+    atoms: Vec<(usize, usize)>,
+}
+
+impl<'s> SourceIndex<'s> {
+    pub(crate) fn new(original: &'s str) -> SourceIndex<'s> {
+        let mut norm = String::with_capacity(original.len());
+        let mut breaks = Vec::new();
+        let mut atoms = Vec::new();
+        normalise_into(original, &mut norm, |ns, ne, os, oe| {
+            breaks.push((ns, os));
+            breaks.push((ne, oe));
+            if ne > ns + 1 {
+                atoms.push((ns, ne));
+            }
+        });
+        SourceIndex {
+            original,
+            norm,
+            breaks,
+            atoms,
+        }
+    }
+
+    /// Map a normalised position to the original; `None` strictly inside a segment that
+    /// normalisation changed.
+    fn to_original(&self, p: usize) -> Option<usize> {
+        let k = self.atoms.partition_point(|&(ns, _)| ns < p);
+        if k > 0 && p < self.atoms[k - 1].1 {
+            return None;
+        }
+        let k = self.breaks.partition_point(|&(n, _)| n <= p);
+        Some(match k {
+            0 => p,
+            _ => {
+                let (n, o) = self.breaks[k - 1];
+                o + (p - n)
+            }
+        })
+    }
+
+    /// The first occurrence of `quote` (normalised) in the source, as original byte
+    /// offsets; `None` when it is empty after normalisation or not present.
+    pub(crate) fn find(&self, quote: &str) -> Option<(usize, usize)> {
+        let needle = collapse(quote);
+        if needle.is_empty() {
+            return None;
+        }
+        let hay = self.norm.as_bytes();
+        let finder = memchr::memmem::Finder::new(needle.as_bytes());
+        let mut from = 0;
+        while let Some(rel) = finder.find(&hay[from..]) {
+            let ns = from + rel;
+            let ne = ns + needle.len();
+            if let (Some(os), Some(oe)) = (self.to_original(ns), self.to_original(ne)) {
+                if os < oe
+                    && oe <= self.original.len()
+                    && self.original.is_char_boundary(os)
+                    && self.original.is_char_boundary(oe)
+                {
+                    return Some((os, oe));
+                }
+            }
+            // Starts or ends inside a composed character: keep looking.
+            from = ns + 1;
+        }
+        None
+    }
+
+    #[cfg(test)]
+    pub(crate) fn normalised(&self) -> &str {
+        &self.norm
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collapse_is_nfc_and_whitespace_runs() {
+        assert_eq!(collapse("  a \t\n b  "), "a b");
+        assert_eq!(collapse("e\u{301}t\u{e9}"), "\u{e9}t\u{e9}");
+        assert_eq!(collapse("\u{212b}"), "\u{c5}");
+        assert_eq!(key(" The  EU "), "the eu");
+        assert_eq!(key("\u{c9}COLE"), "\u{e9}cole");
+    }
+
+    #[test]
+    fn offsets_point_into_the_original() {
+        let src = "  Caf\u{65}\u{301}  au\n\nlait, d\u{e9}j\u{e0} vu.\tEnd";
+        let ix = SourceIndex::new(src);
+        assert_eq!(ix.normalised(), "Caf\u{e9} au lait, d\u{e9}j\u{e0} vu. End");
+        let (s, e) = ix.find("Caf\u{e9} au lait").unwrap();
+        assert_eq!(&src[s..e], "Caf\u{65}\u{301}  au\n\nlait");
+        let (s, e) = ix.find("au lait, d\u{e9}j\u{e0}").unwrap();
+        assert_eq!(&src[s..e], "au\n\nlait, d\u{e9}j\u{e0}");
+        let (s, e) = ix.find("vu. End").unwrap();
+        assert_eq!(&src[s..e], "vu.\tEnd");
+        // Decomposed in the quote, composed in the source: same after NFC.
+        let (s, e) = ix.find("de\u{301}ja\u{300}").unwrap();
+        assert_eq!(&src[s..e], "d\u{e9}j\u{e0}");
+        assert!(ix.find("Cafe au").is_none());
+        assert!(ix.find("   ").is_none());
+        // First occurrence.
+        let ix = SourceIndex::new("ab  ab ab");
+        assert_eq!(ix.find("ab"), Some((0, 2)));
+        assert_eq!(ix.find("ab ab"), Some((0, 6)));
+    }
+
+    #[test]
+    fn a_match_inside_a_composed_character_is_skipped() {
+        // "a" + combining macron + combining dot below composes to U+1EA1 U+0304; a quote
+        // ending after the base letter alone must not match inside that segment.
+        let src = "xa\u{304}\u{323}y and xa";
+        let ix = SourceIndex::new(src);
+        let (s, e) = ix.find("xa").unwrap();
+        assert_eq!(&src[s..e], "xa");
+        assert_eq!(s, src.len() - 2);
+    }
+}

@@ -1,0 +1,207 @@
+//! Text helpers of the semantic layer: bounded details, degenerate text, figures.
+
+use crate::normalize::collapse;
+
+/// Longest human detail attached to a rejection or finding, in characters.
+pub const MAX_DETAIL_CHARS: usize = 200;
+
+/// Cut a detail to [`MAX_DETAIL_CHARS`].
+pub(crate) fn bounded(s: String) -> String {
+    if s.chars().count() <= MAX_DETAIL_CHARS {
+        return s;
+    }
+    let mut out: String = s.chars().take(MAX_DETAIL_CHARS - 1).collect();
+    out.push('…');
+    out
+}
+
+/// A short quoted excerpt of model text for a detail: at most `max` characters, debug
+/// escaped so control characters cannot reach a log line raw.
+pub(crate) fn excerpt(s: &str, max: usize) -> String {
+    let mut it = s.chars();
+    let head: String = it.by_ref().take(max).collect();
+    if it.next().is_some() {
+        format!("{head:?}…")
+    } else {
+        format!("{head:?}")
+    }
+}
+
+/// Text a model writes when it copies the schema instead of filling it in, or when it has
+/// nothing to say. Compared after normalisation, lowercasing, and trimming characters that
+/// are neither letters nor digits from both ends (so `"<name>"`, `"[string]"` and
+/// `"N/A."` are caught).
+const PLACEHOLDERS: &[&str] = &[
+    // Field names and type names of the contracts.
+    "name",
+    "type",
+    "statement",
+    "quote",
+    "subject",
+    "entity",
+    "entities",
+    "claim",
+    "claims",
+    "relation",
+    "relations",
+    "string",
+    "str",
+    "text",
+    "value",
+    // Placeholders and non-answers.
+    "n/a",
+    "na",
+    "none",
+    "null",
+    "nil",
+    "undefined",
+    "unknown",
+    "tbd",
+    "tba",
+    "todo",
+    "example",
+    "sample",
+    "placeholder",
+    "xxx",
+    "lorem ipsum",
+    "entity name",
+    "example text",
+    "sample text",
+    "your text here",
+    "text here",
+];
+
+/// Why `text` is degenerate, or `None`. `min_chars` counts characters and `min_words`
+/// counts whitespace-separated words holding at least one letter or digit, both after
+/// normalisation.
+pub(crate) fn degenerate(text: &str, min_chars: usize, min_words: usize) -> Option<String> {
+    let norm = collapse(text);
+    if norm.is_empty() {
+        return Some("empty or only whitespace".to_owned());
+    }
+    let lower = norm.to_lowercase();
+    let core = lower.trim_matches(|c: char| !c.is_alphanumeric());
+    if core.is_empty() {
+        return Some(format!("no letters or digits: {}", excerpt(&norm, 20)));
+    }
+    if PLACEHOLDERS.contains(&core) || core.starts_with("lorem ipsum") {
+        return Some(format!("a placeholder: {}", excerpt(&norm, 30)));
+    }
+    let chars = norm.chars().count();
+    if chars < min_chars {
+        return Some(format!(
+            "too short: {chars} characters, the minimum is {min_chars}"
+        ));
+    }
+    let words = norm
+        .split(' ')
+        .filter(|w| w.chars().any(char::is_alphanumeric))
+        .count();
+    if words < min_words {
+        return Some(format!(
+            "too short: {words} words, the minimum is {min_words}"
+        ));
+    }
+    None
+}
+
+/// The figures of a text: every run of ASCII digits, continued across a single `,` or `.`
+/// between two digits ("1,000", "3.5"). Thousands separators are dropped so that "1,000"
+/// and "1000" are the same figure; a trailing `%` is not part of the figure, so "45%" in a
+/// statement is supported by "45 percent" in a quote. Hand-rolled: no regular expression.
+pub(crate) fn figures(s: &str) -> Vec<String> {
+    let b = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        if !b[i].is_ascii_digit() {
+            i += 1;
+            continue;
+        }
+        let mut fig = String::new();
+        while i < b.len() {
+            let c = b[i];
+            if c.is_ascii_digit() {
+                fig.push(c as char);
+                i += 1;
+            } else if (c == b',' || c == b'.') && i + 1 < b.len() && b[i + 1].is_ascii_digit() {
+                if c == b'.' {
+                    fig.push('.');
+                }
+                i += 1;
+            } else {
+                break;
+            }
+        }
+        if !out.contains(&fig) {
+            out.push(fig);
+        }
+    }
+    out
+}
+
+/// The statement's figures that its quote does not contain, or `None` when every figure
+/// is supported.
+pub(crate) fn figures_not_in(statement: &str, quote: &str) -> Option<String> {
+    let have = figures(quote);
+    let missing: Vec<String> = figures(statement)
+        .into_iter()
+        .filter(|f| !have.contains(f))
+        .collect();
+    if missing.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = missing.iter().take(5).map(|f| excerpt(f, 20)).collect();
+    Some(format!(
+        "figure(s) in the statement not in the quote: {}",
+        list.join(", ")
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn figures_are_tokenised_by_hand() {
+        assert_eq!(
+            figures("In 1997, 45% of 1,200 people paid $3.50."),
+            ["1997", "45", "1200", "3.50"]
+        );
+        assert_eq!(figures("no digits"), Vec::<String>::new());
+        assert_eq!(figures("end 2001."), ["2001"]);
+        assert!(figures_not_in("It rose 45% in 2001", "in 2001 it rose 45 percent").is_none());
+        assert!(figures_not_in("It rose 46% in 2001", "in 2001 it rose 45 percent").is_some());
+    }
+
+    #[test]
+    fn degenerate_text() {
+        for t in [
+            "",
+            "  ",
+            "...",
+            "…",
+            "N/A",
+            "n/a",
+            "string",
+            "<name>",
+            "TBD",
+            "null",
+            "Lorem ipsum dolor",
+        ] {
+            assert!(degenerate(t, 2, 1).is_some(), "{t:?}");
+        }
+        assert!(degenerate("X", 2, 1).is_some());
+        assert!(degenerate("EU", 2, 1).is_none());
+        assert!(degenerate("Paris is bi", 12, 3).is_some());
+        assert!(degenerate("Paris is big", 12, 3).is_none());
+        assert!(degenerate("Paris is the capital", 12, 3).is_none());
+        assert!(degenerate("Anticonstitutional", 12, 3).is_some());
+    }
+
+    #[test]
+    fn details_are_bounded() {
+        assert_eq!(bounded("x".repeat(1000)).chars().count(), MAX_DETAIL_CHARS);
+        assert_eq!(excerpt("abcdef", 3), "\"abc\"…");
+    }
+}
