@@ -1,1 +1,107 @@
-//! relata-model
+//! relata-model: the only place in relata that knows the OpenAI chat-completions wire
+//! format.
+//!
+//! Everything a call returns is one of two things: a [`Completion`] — raw content for the
+//! gate (`relata-validate`) to judge, untrusted and untouched — or a [`ModelError`] that
+//! says exactly what kind of failure it was. Every call also returns a [`CallRecord`]: the
+//! provenance stored with whatever the call proposed (model, prompt version, schema id,
+//! version and sha256, times, attempts, usage, outcome).
+//!
+//! # Why the class is decided once, here
+//!
+//! A failure's class decides what happens next — retry, requeue, dead-letter, or record
+//! and move on — and it must be the same decision everywhere. So [`ModelError`] has one
+//! variant per class and the class is chosen at the boundary, from facts only this crate
+//! sees (the status code, the socket error, `finish_reason`):
+//!
+//! | class | what | handled |
+//! |---|---|---|
+//! | [`ModelError::Transport`] | connect refused/reset, DNS, TLS, connect or request timeout, body cut off, 408, 429, 500, 502, 503, 504 | retried here with backoff and jitter (honouring `Retry-After`, capped), bounded in attempts and elapsed time; then the worker requeues |
+//! | [`ModelError::Permanent`] | 400, 401, 403, 404, 413, 422, any other status; a 200 that is not a chat completion | never retried; the provider's message is kept, bounded and redacted |
+//! | [`ModelError::InvalidOutput`] | a 200 whose content is unusable: `finish_reason = length` (`truncated`), a `refusal`, no content (`empty`), a body over the bound (`too_large`) | counted once, never retried |
+//!
+//! Workers ask the error ([`ModelError::class`], [`ModelError::is_retryable`]); they never
+//! look at a status code.
+//!
+//! # Why invalid output is never retried
+//!
+//! A model that could not follow the schema on this input will not start on the next
+//! attempt; asking again spends money and queue time, and an answer "corrected" until a
+//! validator is satisfied is worse than no answer. The same holds for the gate's verdicts:
+//! nothing in this crate loops on content. Invalid output is recorded and counted —
+//! `relata_model_invalid_output_total{task,reason}` — exactly once per rejection: the
+//! adapter counts its own envelope-level rejections, and the worker counts each of the
+//! gate's rejections with [`record_invalid_output`].
+//!
+//! # Requests
+//!
+//! Prompts are versioned templates ([`EXTRACT_PROMPT_VERSION`], [`CLASSIFY_PROMPT_VERSION`]).
+//! A document is delimited as data between `BEGIN`/`END` markers chosen so the document
+//! does not contain them, and the system prompt says that instructions inside the data are
+//! not instructions. The classifier is shown opaque handles (`C1`, `C2`) and statements,
+//! never database ids. Structured output is asked for in the configured [`Dialect`]:
+//! `json_schema` (default), `json_object_schema` (llama-cpp-python) or `none` (the schema
+//! travels in the prompt). Whatever a server promises, the gate validates locally.
+//!
+//! Concurrency towards the endpoint is bounded by a semaphore per client (each attempt
+//! holds one permit; backoff sleeps do not). The response body is read with a size bound.
+//! The envelope is decoded leniently (providers add fields); the content is not decoded
+//! here at all.
+//!
+//! # Configuration
+//!
+//! [`ModelConfig`] is plain serde data (unknown fields rejected) with these environment
+//! variables applied on top by [`ModelConfig::from_env`] / [`ModelConfig::with_env`]:
+//!
+//! | variable | default | meaning |
+//! |---|---|---|
+//! | `RELATA_MODEL_URL` | required | base URL, e.g. `http://127.0.0.1:11434/v1`; requests go to `{url}/chat/completions` |
+//! | `RELATA_MODEL_NAME` | required | model name sent with every request |
+//! | `RELATA_MODEL_DIALECT` | `json_schema` | `json_schema`, `json_object_schema` or `none` |
+//! | `RELATA_MODEL_API_KEY` | none | the API key (sent as `Authorization: Bearer`) |
+//! | `RELATA_MODEL_API_KEY_FILE` | none | a file holding the key (not both) |
+//! | `RELATA_MODEL_CONNECT_TIMEOUT_MS` | 5000 | connect timeout |
+//! | `RELATA_MODEL_REQUEST_TIMEOUT_MS` | 120000 | one attempt, body included |
+//! | `RELATA_MODEL_RETRY_MAX_ATTEMPTS` | 4 | attempts per call, the first included |
+//! | `RELATA_MODEL_RETRY_MAX_ELAPSED_MS` | 300000 | no attempt starts after this; a call ends within this plus one request timeout |
+//! | `RELATA_MODEL_RETRY_BASE_DELAY_MS` | 500 | first backoff delay (doubling, with jitter) |
+//! | `RELATA_MODEL_RETRY_MAX_DELAY_MS` | 30000 | longest backoff delay |
+//! | `RELATA_MODEL_RETRY_AFTER_CAP_MS` | 60000 | longest `Retry-After` honoured |
+//! | `RELATA_MODEL_MAX_CONCURRENCY` | 4 | requests in flight per client |
+//! | `RELATA_MODEL_MAX_TOKENS` | 1024 | `max_tokens` |
+//! | `RELATA_MODEL_TEMPERATURE` | 0 | `temperature` |
+//! | `RELATA_MODEL_SEED` | unset | `seed`, when set |
+//! | `RELATA_MODEL_MAX_BODY_BYTES` | 278528 | response body bound; more is `too_large` |
+//!
+//! # Secrets
+//!
+//! The key is an [`ApiKey`], whose `Debug` and `Display` print `[redacted]`. It is never
+//! accepted as a command-line flag. Provider messages, transport details and stored
+//! excerpts pass through [`redact()`], which removes the key, `Bearer` tokens and
+//! `sk-…`-looking words. Metric labels are closed enums and can carry nothing.
+//!
+//! # Metrics
+//!
+//! [`ModelMetrics::register`] adds `relata_model_requests_total{task,outcome}` (one per
+//! HTTP request), `relata_model_request_duration_seconds{task}`,
+//! `relata_model_tokens_total{task,kind}`, `relata_model_transport_errors_total{task,kind}`
+//! (one per failed attempt) and `relata_model_invalid_output_total{task,reason}`.
+
+mod client;
+mod config;
+mod error;
+mod metrics;
+mod prompt;
+mod redact;
+mod wire;
+
+pub use client::{CallOutcome, CallRecord, Completion, EXCERPT_CHARS, ModelCall, ModelClient};
+pub use config::{ConfigError, Dialect, ModelConfig};
+pub use error::{ErrorClass, ModelError, TransportKind};
+pub use metrics::{InvalidOutput, ModelMetrics, RequestOutcome, record_invalid_output};
+pub use prompt::{
+    CLASSIFY_PROMPT_VERSION, ClassifyClaim, EXTRACT_PROMPT_VERSION, Messages, SchemaRef,
+    SchemaRegistry, classify_messages, extract_messages, prompt_version,
+};
+pub use redact::{ApiKey, REDACTED, excerpt, redact};
+pub use wire::{Usage, response_format};

@@ -1,0 +1,377 @@
+//! Configuration: plain serde data, then environment on top. Building a client from it is
+//! a separate step ([`crate::ModelClient::new`]).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use crate::redact::ApiKey;
+
+/// How structured output is asked for. Servers differ; local validation is mandatory
+/// whichever is used.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dialect {
+    /// `response_format: {type: "json_schema", json_schema: {name, strict: true, schema}}`
+    /// (OpenAI, vLLM, Ollama, llama.cpp's own server).
+    #[default]
+    JsonSchema,
+    /// `response_format: {type: "json_object", schema}` (llama-cpp-python's server).
+    JsonObjectSchema,
+    /// No `response_format`; the prompt carries the schema.
+    None,
+}
+
+impl Dialect {
+    pub const ALL: &'static [Dialect] = &[
+        Dialect::JsonSchema,
+        Dialect::JsonObjectSchema,
+        Dialect::None,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Dialect::JsonSchema => "json_schema",
+            Dialect::JsonObjectSchema => "json_object_schema",
+            Dialect::None => "none",
+        }
+    }
+}
+
+impl std::fmt::Display for Dialect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Dialect {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Dialect::ALL
+            .iter()
+            .copied()
+            .find(|d| d.as_str() == s)
+            .ok_or_else(|| ConfigError::Invalid {
+                name: "RELATA_MODEL_DIALECT",
+                problem: format!(
+                    "{:?} is not a dialect; expected json_schema, json_object_schema or none",
+                    s.chars().take(40).collect::<String>()
+                ),
+            })
+    }
+}
+
+/// A configuration problem, naming the setting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    #[error("{name} is required")]
+    Missing { name: &'static str },
+    #[error("{name}: {problem}")]
+    Invalid { name: &'static str, problem: String },
+}
+
+/// The adapter's settings. Every field has an environment variable (see the crate docs);
+/// the API key has no field that serde reads: it comes from `RELATA_MODEL_API_KEY` or from
+/// the file named by `api_key_file` / `RELATA_MODEL_API_KEY_FILE`, never from a flag.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ModelConfig {
+    /// Base URL, e.g. `http://127.0.0.1:11434/v1`; requests go to `{url}/chat/completions`.
+    pub url: String,
+    /// Model name sent in every request (and part of the task version).
+    pub model: String,
+    pub dialect: Dialect,
+    /// A file holding the API key (surrounding whitespace trimmed).
+    pub api_key_file: Option<PathBuf>,
+    #[serde(skip)]
+    pub api_key: Option<ApiKey>,
+    pub connect_timeout_ms: u64,
+    /// The whole request of one attempt: connect, send, wait, read the body.
+    pub request_timeout_ms: u64,
+    /// Attempts per call, the first included (1 disables retries).
+    pub retry_max_attempts: u32,
+    /// No new attempt starts once this much time has passed since the call began; a call
+    /// therefore ends within `retry_max_elapsed_ms + request_timeout_ms`.
+    pub retry_max_elapsed_ms: u64,
+    pub retry_base_delay_ms: u64,
+    pub retry_max_delay_ms: u64,
+    /// The longest `Retry-After` honoured; a longer one is cut to this.
+    pub retry_after_cap_ms: u64,
+    /// Requests in flight towards the endpoint, per client.
+    pub max_concurrency: usize,
+    pub max_tokens: u32,
+    pub temperature: f32,
+    pub seed: Option<u64>,
+    /// Largest response body read; more is `too_large` (invalid output, not retried).
+    pub max_body_bytes: usize,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        ModelConfig {
+            url: String::new(),
+            model: String::new(),
+            dialect: Dialect::default(),
+            api_key_file: None,
+            api_key: None,
+            connect_timeout_ms: 5_000,
+            request_timeout_ms: 120_000,
+            retry_max_attempts: 4,
+            retry_max_elapsed_ms: 300_000,
+            retry_base_delay_ms: 500,
+            retry_max_delay_ms: 30_000,
+            retry_after_cap_ms: 60_000,
+            max_concurrency: 4,
+            max_tokens: 1_024,
+            temperature: 0.0,
+            seed: None,
+            max_body_bytes: 4 * relata_core::contract::bounds::MAX_RESPONSE_BYTES + 16 * 1024,
+        }
+    }
+}
+
+fn parse<T: std::str::FromStr>(name: &'static str, value: &str) -> Result<T, ConfigError>
+where
+    T::Err: std::fmt::Display,
+{
+    value.trim().parse().map_err(|e| ConfigError::Invalid {
+        name,
+        problem: format!("{e}"),
+    })
+}
+
+impl ModelConfig {
+    /// Defaults, then the process environment.
+    pub fn from_env() -> Result<ModelConfig, ConfigError> {
+        ModelConfig::default().with_env(|k| std::env::var(k).ok())
+    }
+
+    /// Apply environment variables (looked up through `lookup`) over `self`, load the API
+    /// key, and validate.
+    pub fn with_env(
+        mut self,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<ModelConfig, ConfigError> {
+        macro_rules! num {
+            ($var:literal, $field:ident) => {
+                if let Some(v) = lookup($var) {
+                    self.$field = parse($var, &v)?;
+                }
+            };
+        }
+        if let Some(v) = lookup("RELATA_MODEL_URL") {
+            self.url = v;
+        }
+        if let Some(v) = lookup("RELATA_MODEL_NAME") {
+            self.model = v;
+        }
+        if let Some(v) = lookup("RELATA_MODEL_DIALECT") {
+            self.dialect = v.trim().parse()?;
+        }
+        if let Some(v) = lookup("RELATA_MODEL_API_KEY_FILE") {
+            self.api_key_file = Some(PathBuf::from(v));
+        }
+        num!("RELATA_MODEL_CONNECT_TIMEOUT_MS", connect_timeout_ms);
+        num!("RELATA_MODEL_REQUEST_TIMEOUT_MS", request_timeout_ms);
+        num!("RELATA_MODEL_RETRY_MAX_ATTEMPTS", retry_max_attempts);
+        num!("RELATA_MODEL_RETRY_MAX_ELAPSED_MS", retry_max_elapsed_ms);
+        num!("RELATA_MODEL_RETRY_BASE_DELAY_MS", retry_base_delay_ms);
+        num!("RELATA_MODEL_RETRY_MAX_DELAY_MS", retry_max_delay_ms);
+        num!("RELATA_MODEL_RETRY_AFTER_CAP_MS", retry_after_cap_ms);
+        num!("RELATA_MODEL_MAX_CONCURRENCY", max_concurrency);
+        num!("RELATA_MODEL_MAX_TOKENS", max_tokens);
+        num!("RELATA_MODEL_TEMPERATURE", temperature);
+        num!("RELATA_MODEL_MAX_BODY_BYTES", max_body_bytes);
+        if let Some(v) = lookup("RELATA_MODEL_SEED") {
+            self.seed = if v.trim().is_empty() {
+                None
+            } else {
+                Some(parse("RELATA_MODEL_SEED", &v)?)
+            };
+        }
+        let env_key = lookup("RELATA_MODEL_API_KEY").filter(|k| !k.trim().is_empty());
+        match (env_key, &self.api_key_file) {
+            (Some(_), Some(_)) => {
+                return Err(ConfigError::Invalid {
+                    name: "RELATA_MODEL_API_KEY",
+                    problem:
+                        "set either RELATA_MODEL_API_KEY or RELATA_MODEL_API_KEY_FILE, not both"
+                            .into(),
+                });
+            }
+            (Some(k), None) => self.api_key = Some(ApiKey::new(k.trim())),
+            (None, Some(path)) => {
+                // The error names the file and the IO failure, never the contents.
+                let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Invalid {
+                    name: "RELATA_MODEL_API_KEY_FILE",
+                    problem: format!("cannot read {}: {}", path.display(), e.kind()),
+                })?;
+                let key = text.trim();
+                if key.is_empty() {
+                    return Err(ConfigError::Invalid {
+                        name: "RELATA_MODEL_API_KEY_FILE",
+                        problem: format!("{} is empty", path.display()),
+                    });
+                }
+                self.api_key = Some(ApiKey::new(key));
+            }
+            (None, None) => {}
+        }
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// Check every setting; the first problem is reported with the variable's name.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let invalid = |name: &'static str, problem: &str| {
+            Err(ConfigError::Invalid {
+                name,
+                problem: problem.to_owned(),
+            })
+        };
+        if self.url.trim().is_empty() {
+            return Err(ConfigError::Missing {
+                name: "RELATA_MODEL_URL",
+            });
+        }
+        if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
+            return invalid(
+                "RELATA_MODEL_URL",
+                "must start with http:// or https:// (e.g. http://127.0.0.1:11434/v1)",
+            );
+        }
+        if self.url.contains("/chat/completions") {
+            return invalid(
+                "RELATA_MODEL_URL",
+                "is the base URL (e.g. http://127.0.0.1:11434/v1); /chat/completions is appended",
+            );
+        }
+        if self.model.trim().is_empty() {
+            return Err(ConfigError::Missing {
+                name: "RELATA_MODEL_NAME",
+            });
+        }
+        if self.connect_timeout_ms == 0 {
+            return invalid("RELATA_MODEL_CONNECT_TIMEOUT_MS", "must be positive");
+        }
+        if self.request_timeout_ms == 0 {
+            return invalid("RELATA_MODEL_REQUEST_TIMEOUT_MS", "must be positive");
+        }
+        if self.retry_max_attempts == 0 {
+            return invalid(
+                "RELATA_MODEL_RETRY_MAX_ATTEMPTS",
+                "must be at least 1 (1 = no retries)",
+            );
+        }
+        if self.retry_max_delay_ms < self.retry_base_delay_ms {
+            return invalid(
+                "RELATA_MODEL_RETRY_MAX_DELAY_MS",
+                "must not be below RELATA_MODEL_RETRY_BASE_DELAY_MS",
+            );
+        }
+        if self.max_concurrency == 0 {
+            return invalid("RELATA_MODEL_MAX_CONCURRENCY", "must be at least 1");
+        }
+        if self.max_tokens == 0 {
+            return invalid("RELATA_MODEL_MAX_TOKENS", "must be at least 1");
+        }
+        if !(0.0..=2.0).contains(&self.temperature) {
+            return invalid("RELATA_MODEL_TEMPERATURE", "must be between 0 and 2");
+        }
+        if self.max_body_bytes < 1024 {
+            return invalid("RELATA_MODEL_MAX_BODY_BYTES", "must be at least 1024");
+        }
+        Ok(())
+    }
+
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.connect_timeout_ms)
+    }
+    pub fn request_timeout(&self) -> Duration {
+        Duration::from_millis(self.request_timeout_ms)
+    }
+    pub fn retry_max_elapsed(&self) -> Duration {
+        Duration::from_millis(self.retry_max_elapsed_ms)
+    }
+    pub fn retry_after_cap(&self) -> Duration {
+        Duration::from_millis(self.retry_after_cap_ms)
+    }
+
+    /// `{url}/chat/completions`.
+    pub fn chat_url(&self) -> String {
+        format!("{}/chat/completions", self.url.trim_end_matches('/'))
+    }
+
+    /// `{url}/models`.
+    pub fn models_url(&self) -> String {
+        format!("{}/models", self.url.trim_end_matches('/'))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let m: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn env_overrides_defaults_and_validates() {
+        let c = ModelConfig::default()
+            .with_env(env(&[
+                ("RELATA_MODEL_URL", "http://127.0.0.1:1/v1/"),
+                ("RELATA_MODEL_NAME", "m"),
+                ("RELATA_MODEL_DIALECT", "json_object_schema"),
+                ("RELATA_MODEL_RETRY_MAX_ATTEMPTS", "2"),
+                ("RELATA_MODEL_SEED", "7"),
+                ("RELATA_MODEL_API_KEY", "sentinel"),
+            ]))
+            .unwrap();
+        assert_eq!(c.dialect, Dialect::JsonObjectSchema);
+        assert_eq!(c.retry_max_attempts, 2);
+        assert_eq!(c.seed, Some(7));
+        assert_eq!(c.chat_url(), "http://127.0.0.1:1/v1/chat/completions");
+        assert!(!format!("{c:?}").contains("sentinel"));
+    }
+
+    #[test]
+    fn problems_name_the_variable() {
+        let e = ModelConfig::default().with_env(env(&[])).unwrap_err();
+        assert_eq!(e.to_string(), "RELATA_MODEL_URL is required");
+        let e = ModelConfig::default()
+            .with_env(env(&[
+                ("RELATA_MODEL_URL", "http://x/v1"),
+                ("RELATA_MODEL_NAME", "m"),
+                ("RELATA_MODEL_DIALECT", "json"),
+            ]))
+            .unwrap_err();
+        assert!(e.to_string().starts_with("RELATA_MODEL_DIALECT"), "{e}");
+        let e = ModelConfig::default()
+            .with_env(env(&[
+                ("RELATA_MODEL_URL", "http://x/v1"),
+                ("RELATA_MODEL_NAME", "m"),
+                ("RELATA_MODEL_MAX_CONCURRENCY", "lots"),
+            ]))
+            .unwrap_err();
+        assert!(
+            e.to_string().starts_with("RELATA_MODEL_MAX_CONCURRENCY"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn file_config_rejects_unknown_fields() {
+        let ok: ModelConfig = serde_json::from_str(r#"{"url":"http://x/v1","model":"m"}"#).unwrap();
+        ok.validate().unwrap();
+        assert!(serde_json::from_str::<ModelConfig>(r#"{"api_key":"k"}"#).is_err());
+        assert!(serde_json::from_str::<ModelConfig>(r#"{"urll":"x"}"#).is_err());
+    }
+}

@@ -1,0 +1,236 @@
+//! Metrics and the events that move them.
+//!
+//! One struct per event; its `emit` writes the log line and moves the metric together, so
+//! a call site says what happened, never how it is counted. Every label value comes from a
+//! closed enum (`Task`, `Reason`, [`RequestOutcome`], [`TransportKind`], token kind); no
+//! error string ever becomes a label.
+
+use std::time::Duration;
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use relata_core::{Reason, Task};
+
+use crate::error::{ErrorClass, TransportKind};
+use crate::wire::Usage;
+
+type Labels1 = [(&'static str, &'static str); 1];
+type Labels2 = [(&'static str, &'static str); 2];
+
+/// The `outcome` label of `relata_model_requests_total`: how one HTTP request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequestOutcome {
+    /// A usable 200 (the gate judges its content separately).
+    Ok,
+    Transport,
+    Permanent,
+    InvalidOutput,
+}
+
+impl RequestOutcome {
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RequestOutcome::Ok => "ok",
+            RequestOutcome::Transport => "transport",
+            RequestOutcome::Permanent => "permanent",
+            RequestOutcome::InvalidOutput => "invalid_output",
+        }
+    }
+
+    pub fn from_class(class: ErrorClass) -> RequestOutcome {
+        match class {
+            ErrorClass::Transport => RequestOutcome::Transport,
+            ErrorClass::Permanent => RequestOutcome::Permanent,
+            ErrorClass::InvalidOutput => RequestOutcome::InvalidOutput,
+        }
+    }
+}
+
+/// The adapter's metrics. Cheap to clone (the families are shared).
+#[derive(Debug, Clone)]
+pub struct ModelMetrics {
+    requests: Family<Labels2, Counter>,
+    duration: Family<Labels1, Histogram>,
+    tokens: Family<Labels2, Counter>,
+    transport_errors: Family<Labels2, Counter>,
+    invalid_output: Family<Labels2, Counter>,
+}
+
+fn duration_histogram() -> Histogram {
+    // 50 ms .. ~100 s.
+    Histogram::new(exponential_buckets(0.05, 2.0, 12))
+}
+
+impl Default for ModelMetrics {
+    /// Metrics not attached to any registry (for tools and tests that do not export).
+    fn default() -> Self {
+        ModelMetrics {
+            requests: Family::default(),
+            duration: Family::new_with_constructor(duration_histogram),
+            tokens: Family::default(),
+            transport_errors: Family::default(),
+            invalid_output: Family::default(),
+        }
+    }
+}
+
+impl ModelMetrics {
+    /// Create the metrics and register them.
+    pub fn register(registry: &mut Registry) -> ModelMetrics {
+        let m = ModelMetrics::default();
+        registry.register(
+            "relata_model_requests",
+            "HTTP requests to the model endpoint, by how each ended",
+            m.requests.clone(),
+        );
+        registry.register(
+            "relata_model_request_duration_seconds",
+            "Duration of one HTTP request to the model endpoint, body included",
+            m.duration.clone(),
+        );
+        registry.register(
+            "relata_model_tokens",
+            "Tokens reported by the provider (kind: prompt, completion)",
+            m.tokens.clone(),
+        );
+        registry.register(
+            "relata_model_transport_errors",
+            "Transport failures (each attempt), by kind",
+            m.transport_errors.clone(),
+        );
+        registry.register(
+            "relata_model_invalid_output",
+            "Model outputs rejected (whole responses at envelope or syntax level, or single rows), by reason",
+            m.invalid_output.clone(),
+        );
+        m
+    }
+}
+
+/// One HTTP request ended.
+#[derive(Debug)]
+pub(crate) struct RequestFinished {
+    pub task: Task,
+    pub outcome: RequestOutcome,
+    pub duration: Duration,
+    pub attempt: u32,
+}
+
+impl RequestFinished {
+    pub fn emit(&self, m: &ModelMetrics) {
+        tracing::debug!(
+            task = self.task.as_str(),
+            outcome = self.outcome.as_str(),
+            attempt = self.attempt,
+            duration_ms = u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX),
+            "model request finished"
+        );
+        m.requests
+            .get_or_create(&[
+                ("task", self.task.as_str()),
+                ("outcome", self.outcome.as_str()),
+            ])
+            .inc();
+        m.duration
+            .get_or_create(&[("task", self.task.as_str())])
+            .observe(self.duration.as_secs_f64());
+    }
+}
+
+/// The provider reported token usage.
+#[derive(Debug)]
+pub(crate) struct TokensUsed {
+    pub task: Task,
+    pub usage: Usage,
+}
+
+impl TokensUsed {
+    pub fn emit(&self, m: &ModelMetrics) {
+        m.tokens
+            .get_or_create(&[("task", self.task.as_str()), ("kind", "prompt")])
+            .inc_by(self.usage.prompt_tokens);
+        m.tokens
+            .get_or_create(&[("task", self.task.as_str()), ("kind", "completion")])
+            .inc_by(self.usage.completion_tokens);
+    }
+}
+
+/// One attempt failed in transport. Not a loss of data: it may be retried.
+#[derive(Debug)]
+pub(crate) struct TransportFailed<'a> {
+    pub task: Task,
+    pub kind: TransportKind,
+    pub attempt: u32,
+    /// Already redacted and bounded.
+    pub detail: &'a str,
+}
+
+impl TransportFailed<'_> {
+    pub fn emit(&self, m: &ModelMetrics) {
+        tracing::warn!(
+            task = self.task.as_str(),
+            kind = self.kind.as_str(),
+            attempt = self.attempt,
+            detail = self.detail,
+            "model transport failure"
+        );
+        m.transport_errors
+            .get_or_create(&[("task", self.task.as_str()), ("kind", self.kind.as_str())])
+            .inc();
+    }
+}
+
+/// The provider refused the request. Loud: it needs an operator.
+#[derive(Debug)]
+pub(crate) struct ProviderRefused<'a> {
+    pub task: Task,
+    pub status: u16,
+    /// Already redacted and bounded.
+    pub message: &'a str,
+}
+
+impl ProviderRefused<'_> {
+    pub fn emit(&self) {
+        tracing::error!(
+            task = self.task.as_str(),
+            status = self.status,
+            message = self.message,
+            "model provider refused the request (not retried)"
+        );
+    }
+}
+
+/// Model output rejected for `reason`. Exactly one increment per rejection.
+#[derive(Debug)]
+pub struct InvalidOutput {
+    pub task: Task,
+    pub reason: Reason,
+}
+
+impl InvalidOutput {
+    pub fn emit(&self, m: &ModelMetrics) {
+        tracing::info!(
+            task = self.task.as_str(),
+            reason = self.reason.as_str(),
+            "model output rejected"
+        );
+        m.invalid_output
+            .get_or_create(&[
+                ("task", self.task.as_str()),
+                ("reason", self.reason.as_str()),
+            ])
+            .inc();
+    }
+}
+
+/// Count one rejection of model output. The adapter calls this for envelope-level
+/// rejections (`truncated`, `refusal`, `empty`, `too_large`) before returning
+/// [`crate::ModelError::InvalidOutput`]; the worker calls it once for each entry of the
+/// gate's `Judgement::rejections()`. Never call it for an adapter `InvalidOutput` error:
+/// that one has been counted already.
+pub fn record_invalid_output(metrics: &ModelMetrics, task: Task, reason: Reason) {
+    InvalidOutput { task, reason }.emit(metrics);
+}

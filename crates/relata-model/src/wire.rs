@@ -1,0 +1,216 @@
+//! The OpenAI chat-completions wire format: the only place in relata that knows it.
+
+use relata_core::{Contract, Reason};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::config::{Dialect, ModelConfig};
+use crate::error::ModelError;
+use crate::prompt::Messages;
+
+/// Token usage reported by the provider.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    #[serde(default)]
+    pub prompt_tokens: u64,
+    #[serde(default)]
+    pub completion_tokens: u64,
+}
+
+/// The `response_format` of a dialect, or `None` when the dialect sends none.
+pub fn response_format(dialect: Dialect, contract: &Contract) -> Option<Value> {
+    match dialect {
+        Dialect::JsonSchema => Some(json!({
+            "type": "json_schema",
+            "json_schema": {
+                "name": contract.name,
+                "strict": true,
+                "schema": contract.schema_value(),
+            }
+        })),
+        Dialect::JsonObjectSchema => Some(json!({
+            "type": "json_object",
+            "schema": contract.schema_value(),
+        })),
+        Dialect::None => None,
+    }
+}
+
+/// The request body.
+pub fn request_body(
+    config: &ModelConfig,
+    contract: &Contract,
+    messages: &Messages,
+    max_tokens: u32,
+) -> Value {
+    let mut body = json!({
+        "model": config.model,
+        "messages": [
+            {"role": "system", "content": messages.system},
+            {"role": "user", "content": messages.user},
+        ],
+        "temperature": config.temperature,
+        "max_tokens": max_tokens,
+        "stream": false,
+    });
+    if let Some(seed) = config.seed {
+        body["seed"] = json!(seed);
+    }
+    if let Some(rf) = response_format(config.dialect, contract) {
+        body["response_format"] = rf;
+    }
+    body
+}
+
+// The envelope comes from the server, not from the model: unknown fields are tolerated
+// (providers add `system_fingerprint`, `logprobs`, timings, ...). The content inside it is
+// the untrusted part, and it is handed to the gate as raw text.
+#[derive(Debug, Deserialize)]
+struct Envelope {
+    #[serde(default)]
+    choices: Vec<Choice>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Choice {
+    #[serde(default)]
+    message: Option<Message>,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Message {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    refusal: Option<Value>,
+}
+
+/// What a decoded envelope yielded.
+#[derive(Debug)]
+pub(crate) struct Decoded {
+    pub usage: Option<Usage>,
+    /// The content (for excerpts) even when the outcome is an error.
+    pub content: Option<String>,
+    pub finish_reason: Option<String>,
+    pub result: Result<String, ModelError>,
+}
+
+/// Decode a 200 body.
+pub(crate) fn decode(body: &[u8]) -> Decoded {
+    let envelope: Envelope = match serde_json::from_slice(body) {
+        Ok(e) => e,
+        Err(e) => {
+            return Decoded {
+                usage: None,
+                content: None,
+                finish_reason: None,
+                result: Err(ModelError::Permanent {
+                    status: 200,
+                    message: format!(
+                        "the response is not a chat completion envelope ({}); is RELATA_MODEL_URL an OpenAI-compatible /v1 base?",
+                        e.classify_name()
+                    ),
+                }),
+            };
+        }
+    };
+    let usage = envelope.usage;
+    let Some(choice) = envelope.choices.into_iter().next() else {
+        return Decoded {
+            usage,
+            content: None,
+            finish_reason: None,
+            result: Err(ModelError::InvalidOutput {
+                reason: Reason::Empty,
+                detail: "the response has no choices".into(),
+            }),
+        };
+    };
+    let finish_reason = choice.finish_reason;
+    let (content, refusal) = match choice.message {
+        Some(m) => (m.content, m.refusal),
+        None => (None, None),
+    };
+    let refusal = match refusal {
+        Some(Value::String(s)) if !s.trim().is_empty() => Some(s),
+        Some(Value::Null) | None => None,
+        Some(Value::String(_)) => None,
+        Some(other) => Some(other.to_string()),
+    };
+    let result = if let Some(r) = &refusal {
+        Err(ModelError::InvalidOutput {
+            reason: Reason::Refusal,
+            detail: format!(
+                "the model refused ({} chars of refusal text)",
+                r.chars().count()
+            ),
+        })
+    } else if finish_reason.as_deref() == Some("length") {
+        Err(ModelError::InvalidOutput {
+            reason: Reason::Truncated,
+            detail: "finish_reason = length: the output was cut off at the token limit".into(),
+        })
+    } else {
+        match &content {
+            Some(c) if !c.trim().is_empty() => Ok(c.clone()),
+            _ => Err(ModelError::InvalidOutput {
+                reason: Reason::Empty,
+                detail: "the response carries no content".into(),
+            }),
+        }
+    };
+    Decoded {
+        usage,
+        content: refusal.or(content),
+        finish_reason,
+        result,
+    }
+}
+
+trait ClassifyName {
+    fn classify_name(&self) -> &'static str;
+}
+
+impl ClassifyName for serde_json::Error {
+    fn classify_name(&self) -> &'static str {
+        match self.classify() {
+            serde_json::error::Category::Io => "io",
+            serde_json::error::Category::Syntax => "not JSON",
+            serde_json::error::Category::Data => "unexpected shape",
+            serde_json::error::Category::Eof => "incomplete JSON",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn envelope_decoding_classifies_content() {
+        let ok = decode(br#"{"choices":[{"message":{"content":"{}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5},"extra":1}"#);
+        assert_eq!(ok.result.unwrap(), "{}");
+        assert_eq!(ok.usage.unwrap().completion_tokens, 2);
+        let t =
+            decode(br#"{"choices":[{"message":{"content":"{\"a\""},"finish_reason":"length"}]}"#);
+        assert_eq!(
+            t.result.unwrap_err().invalid_reason(),
+            Some(Reason::Truncated)
+        );
+        let r = decode(br#"{"choices":[{"message":{"content":null,"refusal":"no"}}]}"#);
+        assert_eq!(
+            r.result.unwrap_err().invalid_reason(),
+            Some(Reason::Refusal)
+        );
+        let e = decode(br#"{"choices":[{"message":{"content":"  "}}]}"#);
+        assert_eq!(e.result.unwrap_err().invalid_reason(), Some(Reason::Empty));
+        let n = decode(br#"{"choices":[]}"#);
+        assert_eq!(n.result.unwrap_err().invalid_reason(), Some(Reason::Empty));
+        let p = decode(b"<html>");
+        assert_eq!(p.result.unwrap_err().status(), Some(200));
+    }
+}

@@ -1,0 +1,565 @@
+//! The fake OpenAI-compatible server.
+
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::{JoinHandle, JoinSet};
+
+/// Largest request head (request line + headers) the fake reads.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
+/// Largest request body the fake reads.
+const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
+
+/// What the fake does with one chat-completions request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Behaviour {
+    /// Answer with `status`, extra `headers` and `body` (sent as-is), after `delay_ms`.
+    Respond {
+        status: u16,
+        #[serde(default)]
+        headers: Vec<(String, String)>,
+        body: String,
+        #[serde(default)]
+        delay_ms: u64,
+    },
+    /// Accept the request and never answer (until the client goes away).
+    Hang,
+    /// Send the status line and headers announcing all of `body`, then only its first
+    /// `after_bytes` bytes, then reset the connection (`SO_LINGER` 0: a real RST).
+    ResetMidBody {
+        status: u16,
+        body: String,
+        after_bytes: usize,
+    },
+    /// Close the connection without writing anything.
+    CloseImmediately,
+}
+
+impl Behaviour {
+    /// A 200 chat completion whose `choices[0].message.content` is `content`, finished
+    /// with `stop`, with usage and a few provider-added envelope fields.
+    pub fn completion(content: &str) -> Behaviour {
+        Behaviour::completion_with(json!(content), "stop")
+    }
+
+    /// A 200 chat completion with the given content value (a string or `null`) and
+    /// `finish_reason`.
+    pub fn completion_with(content: Value, finish_reason: &str) -> Behaviour {
+        Behaviour::json(
+            200,
+            &json!({
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "created": 1_700_000_000u64,
+                "model": "fake-model",
+                "system_fingerprint": "relata-testkit",
+                "choices": [{
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "logprobs": null,
+                    "finish_reason": finish_reason
+                }],
+                "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+            }),
+        )
+    }
+
+    /// A 200 chat completion that carries a `refusal` instead of content.
+    pub fn refusal(text: &str) -> Behaviour {
+        Behaviour::json(
+            200,
+            &json!({
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "choices": [{
+                    "index": 0,
+                    "message": {"role": "assistant", "content": null, "refusal": text},
+                    "finish_reason": "stop"
+                }]
+            }),
+        )
+    }
+
+    /// Any status with a JSON body.
+    pub fn json(status: u16, body: &Value) -> Behaviour {
+        Behaviour::Respond {
+            status,
+            headers: Vec::new(),
+            body: body.to_string(),
+            delay_ms: 0,
+        }
+    }
+
+    /// An error status with an OpenAI-style error body.
+    pub fn error(status: u16, message: &str) -> Behaviour {
+        Behaviour::json(
+            status,
+            &json!({"error": {"message": message, "type": "fake_error", "code": status}}),
+        )
+    }
+
+    /// Never answer.
+    pub fn hang() -> Behaviour {
+        Behaviour::Hang
+    }
+
+    /// A completion of `content` cut off half-way through the body by a reset.
+    pub fn reset_mid_body(content: &str) -> Behaviour {
+        match Behaviour::completion(content) {
+            Behaviour::Respond { status, body, .. } => Behaviour::ResetMidBody {
+                status,
+                after_bytes: body.len() / 2,
+                body,
+            },
+            other => other,
+        }
+    }
+
+    /// Close the connection without answering.
+    pub fn close_immediately() -> Behaviour {
+        Behaviour::CloseImmediately
+    }
+
+    /// Add a `Retry-After: <seconds>` header (only to [`Behaviour::Respond`]).
+    pub fn retry_after(self, seconds: u64) -> Behaviour {
+        self.header("Retry-After", &seconds.to_string())
+    }
+
+    /// Add a header (only to [`Behaviour::Respond`]).
+    pub fn header(mut self, name: &str, value: &str) -> Behaviour {
+        if let Behaviour::Respond { headers, .. } = &mut self {
+            headers.push((name.to_owned(), value.to_owned()));
+        }
+        self
+    }
+
+    /// Wait before answering (only for [`Behaviour::Respond`]).
+    pub fn delayed(mut self, delay: Duration) -> Behaviour {
+        if let Behaviour::Respond { delay_ms, .. } = &mut self {
+            *delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        }
+        self
+    }
+}
+
+/// How the fake is set up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct FakeOptions {
+    /// Model ids listed by `GET …/models`.
+    pub models: Vec<String>,
+    /// Emulate llama-cpp-python: answer HTTP 500 to any request whose
+    /// `response_format.type` is `json_schema` (without consuming the script).
+    pub reject_json_schema_dialect: bool,
+    /// What to do once the scripted queue is empty.
+    pub default: Behaviour,
+}
+
+impl Default for FakeOptions {
+    fn default() -> Self {
+        FakeOptions {
+            models: vec!["fake-model".to_owned()],
+            reject_json_schema_dialect: false,
+            default: Behaviour::completion(r#"{"entities":[],"claims":[]}"#),
+        }
+    }
+}
+
+/// A script for the `relata-fake-model` binary: options plus a queue of behaviours.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Script {
+    #[serde(flatten)]
+    pub options: FakeOptions,
+    #[serde(default)]
+    pub queue: Vec<Behaviour>,
+}
+
+/// One request as the fake received it.
+#[derive(Debug, Clone)]
+pub struct RecordedRequest {
+    pub method: String,
+    pub path: String,
+    /// Header names lowercased, values as sent (including `authorization`: redaction
+    /// tests need to see that the key was sent — and only there).
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+    pub received_at: Instant,
+}
+
+impl RecordedRequest {
+    /// The first header with this (case-insensitive) name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        let name = name.to_ascii_lowercase();
+        self.headers
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The body as JSON, when it is JSON.
+    pub fn json(&self) -> Option<Value> {
+        serde_json::from_slice(&self.body).ok()
+    }
+
+    pub fn is_chat(&self) -> bool {
+        self.method == "POST" && self.path.ends_with("/chat/completions")
+    }
+}
+
+#[derive(Debug)]
+struct Shared {
+    options: FakeOptions,
+    queue: Mutex<VecDeque<Behaviour>>,
+    log: Mutex<Vec<RecordedRequest>>,
+    in_flight: AtomicUsize,
+    max_in_flight: AtomicUsize,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A running fake server on `127.0.0.1`. Stops when dropped.
+#[derive(Debug)]
+pub struct FakeModelServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    accept: JoinHandle<()>,
+}
+
+impl Drop for FakeModelServer {
+    fn drop(&mut self) {
+        self.accept.abort();
+    }
+}
+
+impl FakeModelServer {
+    /// Start on an ephemeral port with default options and this scripted queue.
+    pub async fn start(queue: Vec<Behaviour>) -> std::io::Result<FakeModelServer> {
+        FakeModelServer::start_with(FakeOptions::default(), queue, 0).await
+    }
+
+    /// Start with options and a queue on `127.0.0.1:port` (0: any free port).
+    pub async fn start_with(
+        options: FakeOptions,
+        queue: Vec<Behaviour>,
+        port: u16,
+    ) -> std::io::Result<FakeModelServer> {
+        let listener = TcpListener::bind(("127.0.0.1", port)).await?;
+        let addr = listener.local_addr()?;
+        let shared = Arc::new(Shared {
+            options,
+            queue: Mutex::new(queue.into()),
+            log: Mutex::new(Vec::new()),
+            in_flight: AtomicUsize::new(0),
+            max_in_flight: AtomicUsize::new(0),
+        });
+        let accept = tokio::spawn(accept_loop(listener, Arc::clone(&shared)));
+        Ok(FakeModelServer {
+            addr,
+            shared,
+            accept,
+        })
+    }
+
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// The base URL to configure a client with, e.g. `http://127.0.0.1:41234/v1`.
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// Append behaviours to the queue.
+    pub fn push(&self, behaviours: impl IntoIterator<Item = Behaviour>) {
+        lock(&self.shared.queue).extend(behaviours);
+    }
+
+    /// Every request received so far, in arrival order.
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        lock(&self.shared.log).clone()
+    }
+
+    /// Chat-completion requests received so far.
+    pub fn chat_requests(&self) -> Vec<RecordedRequest> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.is_chat())
+            .collect()
+    }
+
+    /// The highest number of chat requests the server held open at the same time.
+    pub fn max_in_flight(&self) -> usize {
+        self.shared.max_in_flight.load(Ordering::SeqCst)
+    }
+}
+
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>) {
+    // Connection tasks live in this set: aborting the accept task drops it, which aborts
+    // every connection (hung ones included).
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    connections.spawn(serve(stream, Arc::clone(&shared)));
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            },
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+        }
+    }
+}
+
+struct Head {
+    method: String,
+    path: String,
+    headers: Vec<(String, String)>,
+}
+
+fn parse_head(bytes: &[u8]) -> Option<Head> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut lines = text.split("\r\n");
+    let mut request_line = lines.next()?.split(' ');
+    let method = request_line.next()?.to_owned();
+    let path = request_line.next()?.to_owned();
+    let headers = lines
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| {
+            let (n, v) = l.split_once(':')?;
+            Some((n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        })
+        .collect();
+    Some(Head {
+        method,
+        path,
+        headers,
+    })
+}
+
+async fn read_request(stream: &mut TcpStream) -> Option<RecordedRequest> {
+    let mut buf = Vec::with_capacity(4096);
+    let mut chunk = [0u8; 4096];
+    let head_end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i;
+        }
+        if buf.len() > MAX_HEAD_BYTES {
+            return None;
+        }
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = parse_head(&buf[..head_end])?;
+    let len: usize = head
+        .headers
+        .iter()
+        .find(|(n, _)| n == "content-length")
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0);
+    if len > MAX_BODY_BYTES {
+        return None;
+    }
+    let mut body = buf[head_end + 4..].to_vec();
+    while body.len() < len {
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        body.extend_from_slice(&chunk[..n]);
+    }
+    body.truncate(len);
+    Some(RecordedRequest {
+        method: head.method,
+        path: head.path,
+        headers: head.headers,
+        body,
+        received_at: Instant::now(),
+    })
+}
+
+fn reason_phrase(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        408 => "Request Timeout",
+        413 => "Payload Too Large",
+        422 => "Unprocessable Entity",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        _ => "Status",
+    }
+}
+
+fn response_head(status: u16, headers: &[(String, String)], body_len: usize) -> String {
+    let mut head = format!(
+        "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {body_len}\r\nConnection: close\r\n",
+        reason_phrase(status)
+    );
+    for (n, v) in headers {
+        head.push_str(n);
+        head.push_str(": ");
+        head.push_str(v);
+        head.push_str("\r\n");
+    }
+    head.push_str("\r\n");
+    head
+}
+
+async fn write_response(
+    stream: &mut TcpStream,
+    status: u16,
+    headers: &[(String, String)],
+    body: &str,
+) {
+    let head = response_head(status, headers, body.len());
+    let _ = stream.write_all(head.as_bytes()).await;
+    let _ = stream.write_all(body.as_bytes()).await;
+    let _ = stream.flush().await;
+    let _ = stream.shutdown().await;
+}
+
+/// Decrements the in-flight count however the request ends.
+struct InFlight<'a>(&'a Shared);
+
+impl<'a> InFlight<'a> {
+    fn enter(shared: &'a Shared) -> InFlight<'a> {
+        let now = shared.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+        shared.max_in_flight.fetch_max(now, Ordering::SeqCst);
+        InFlight(shared)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
+    let Some(request) = read_request(&mut stream).await else {
+        return;
+    };
+    lock(&shared.log).push(request.clone());
+
+    if request.method == "GET" && request.path.ends_with("/models") {
+        let data: Vec<Value> = shared
+            .options
+            .models
+            .iter()
+            .map(|id| json!({"id": id, "object": "model", "owned_by": "relata-testkit"}))
+            .collect();
+        let body = json!({"object": "list", "data": data}).to_string();
+        write_response(&mut stream, 200, &[], &body).await;
+        return;
+    }
+    if !request.is_chat() {
+        let body = json!({"error": {"message": "no such route"}}).to_string();
+        write_response(&mut stream, 404, &[], &body).await;
+        return;
+    }
+
+    let _in_flight = InFlight::enter(&shared);
+    if shared.options.reject_json_schema_dialect {
+        let wants_json_schema = request
+            .json()
+            .and_then(|v| {
+                v.pointer("/response_format/type")
+                    .and_then(Value::as_str)
+                    .map(|t| t == "json_schema")
+            })
+            .unwrap_or(false);
+        if wants_json_schema {
+            write_response(&mut stream, 500, &[], "Internal Server Error").await;
+            return;
+        }
+    }
+    let behaviour = lock(&shared.queue)
+        .pop_front()
+        .unwrap_or_else(|| shared.options.default.clone());
+    act(stream, behaviour).await;
+}
+
+async fn act(mut stream: TcpStream, behaviour: Behaviour) {
+    match behaviour {
+        Behaviour::Respond {
+            status,
+            headers,
+            body,
+            delay_ms,
+        } => {
+            if delay_ms > 0 {
+                tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+            }
+            write_response(&mut stream, status, &headers, &body).await;
+        }
+        Behaviour::Hang => {
+            // Hold the connection until the client gives up.
+            let mut sink = [0u8; 1024];
+            while let Ok(n) = stream.read(&mut sink).await {
+                if n == 0 {
+                    break;
+                }
+            }
+        }
+        Behaviour::ResetMidBody {
+            status,
+            body,
+            after_bytes,
+        } => {
+            let head = response_head(status, &[], body.len());
+            let cut = after_bytes.min(body.len());
+            let _ = stream.write_all(head.as_bytes()).await;
+            let _ = stream.write_all(&body.as_bytes()[..cut]).await;
+            let _ = stream.flush().await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let _ = stream.set_zero_linger();
+            drop(stream);
+        }
+        Behaviour::CloseImmediately => {
+            let _ = stream.set_zero_linger();
+            drop(stream);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripts_round_trip_through_json() {
+        let script = Script {
+            options: FakeOptions::default(),
+            queue: vec![
+                Behaviour::error(429, "slow down").retry_after(1),
+                Behaviour::hang(),
+                Behaviour::reset_mid_body("{}"),
+                Behaviour::close_immediately(),
+            ],
+        };
+        let text = serde_json::to_string(&script).unwrap();
+        let back: Script = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, script);
+        assert!(serde_json::from_str::<Script>(r#"{"queue":[{"kind":"hang","x":1}]}"#).is_err());
+    }
+}
