@@ -11,6 +11,7 @@
 
 mod closed;
 pub mod contract;
+pub mod dead;
 pub mod handle;
 pub mod labels;
 pub mod task;
