@@ -49,7 +49,7 @@
 //!
 //! (The dictionary key is unique by construction, so it makes a safe external id.)
 //!
-//! # Chunking ([`chunk`])
+//! # Chunking ([`mod@chunk`])
 //!
 //! [`chunk::chunk`] returns byte spans into the original text, never copies: a claim's
 //! quote must be found verbatim in the document and its offsets stored against the
