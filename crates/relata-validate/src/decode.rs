@@ -17,8 +17,9 @@ use serde::de::{self, MapAccess, SeqAccess, Visitor};
 
 use crate::text::{bounded, excerpt};
 
-/// A decoded JSON value that keeps object entries in order and can only be built without
-/// duplicate keys. Numbers are kept only as "a number": no contract field is numeric.
+/// A decoded JSON value that keeps object entries in order and remembers a repeated key
+/// (which `serde_json::Value` would silently resolve by keeping the last value). Numbers
+/// are kept only as "a number": no contract field is numeric.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Json<'a> {
     Null,
@@ -26,7 +27,16 @@ pub(crate) enum Json<'a> {
     Number,
     Str(Cow<'a, str>),
     Array(Vec<Json<'a>>),
-    Object(Vec<(Cow<'a, str>, Json<'a>)>),
+    Object(Object<'a>),
+}
+
+/// An object: its entries in order (the first of repeated keys) and the first key that
+/// was repeated, if any. The schema layer refuses an object with a repeated key as
+/// `schema` — for the whole response at the top level, for one row inside a row.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Object<'a> {
+    pub(crate) entries: Vec<(Cow<'a, str>, Json<'a>)>,
+    pub(crate) duplicate: Option<Cow<'a, str>>,
 }
 
 impl Json<'_> {
@@ -42,10 +52,6 @@ impl Json<'_> {
         }
     }
 }
-
-/// The marker serde_json wraps around our duplicate-key error; its category is `Data`,
-/// which no other error of this decoder has (every JSON value is acceptable to `Json`).
-const DUPLICATE: &str = "duplicate key";
 
 impl<'de> Deserialize<'de> for Json<'de> {
     fn deserialize<D: de::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
@@ -97,6 +103,7 @@ impl<'de> Visitor<'de> for JsonVisitor {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
         let mut entries: Vec<(Cow<'de, str>, Json<'de>)> = Vec::new();
+        let mut duplicate = None;
         // Linear search for the few keys of a contract object; a set once an object grows.
         let mut seen: Option<HashSet<Cow<'de, str>>> = None;
         while let Some(Key(k)) = map.next_key::<Key<'de>>()? {
@@ -113,16 +120,14 @@ impl<'de> Visitor<'de> for JsonVisitor {
                     dup
                 }
             };
-            if dup {
-                return Err(de::Error::custom(format_args!(
-                    "{DUPLICATE} {}",
-                    excerpt(&k, 40)
-                )));
-            }
             let v = map.next_value::<Json<'de>>()?;
-            entries.push((k, v));
+            if dup {
+                duplicate.get_or_insert(k);
+            } else {
+                entries.push((k, v));
+            }
         }
-        Ok(Json::Object(entries))
+        Ok(Json::Object(Object { entries, duplicate }))
     }
 }
 
@@ -151,7 +156,7 @@ impl<'de> Deserialize<'de> for Key<'de> {
     }
 }
 
-/// A whole-response failure of layer 1 (or a duplicate key, which is `schema`).
+/// A whole-response failure of layer 1.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct SyntaxError {
     pub(crate) reason: Reason,
@@ -297,11 +302,9 @@ pub(crate) fn parse(raw: &[u8]) -> Result<Json<'_>, SyntaxError> {
     let value = match stream.next() {
         Some(Ok(v)) => v,
         Some(Err(e)) => {
-            let reason = match e.classify() {
-                serde_json::error::Category::Data => Reason::Schema,
-                _ => Reason::NotJson,
-            };
-            return fail(reason, e.to_string());
+            // `Json` accepts every JSON value, so every error here is a syntax error
+            // (or the end of input inside the value).
+            return fail(Reason::NotJson, e.to_string());
         }
         None => return fail(Reason::Empty, "no JSON value"),
     };
@@ -347,18 +350,30 @@ mod tests {
         assert_eq!(reason(s.as_bytes()), None);
     }
 
+    fn duplicate(raw: &[u8]) -> Option<String> {
+        match parse(raw) {
+            Ok(Json::Object(o)) => o.duplicate.map(|k| k.into_owned()),
+            other => panic!("{other:?}"),
+        }
+    }
+
     #[test]
-    fn duplicate_keys_are_schema_errors_at_any_size() {
-        assert_eq!(reason(br#"{"a":1,"a":2}"#), Some(Reason::Schema));
+    fn duplicate_keys_are_remembered_at_any_size() {
+        assert_eq!(duplicate(br#"{"a":1,"a":2}"#).as_deref(), Some("a"));
         let many: Vec<String> = (0..40).map(|i| format!("\"k{i}\":0")).collect();
         let s = format!("{{{},\"k3\":1}}", many.join(","));
-        assert_eq!(reason(s.as_bytes()), Some(Reason::Schema));
+        assert_eq!(duplicate(s.as_bytes()).as_deref(), Some("k3"));
         let s = format!("{{{},\"k39\":1}}", many.join(","));
-        assert_eq!(reason(s.as_bytes()), Some(Reason::Schema));
+        assert_eq!(duplicate(s.as_bytes()).as_deref(), Some("k39"));
         let s = format!("{{{}}}", many.join(","));
-        assert_eq!(reason(s.as_bytes()), None);
+        assert_eq!(duplicate(s.as_bytes()), None);
         // Escaped and unescaped spellings of one key are the same key.
-        assert_eq!(reason(br#"{"a":1,"\u0061":2}"#), Some(Reason::Schema));
+        assert_eq!(duplicate(br#"{"a":1,"\u0061":2}"#).as_deref(), Some("a"));
+        // The first value is kept, never the last.
+        match parse(br#"{"a":1,"a":"x"}"#) {
+            Ok(Json::Object(o)) => assert_eq!(o.entries, vec![("a".into(), Json::Number)]),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -24,19 +24,26 @@ fn fail<T>(reason: Reason, detail: String) -> Result<T, Fail> {
     Err((reason, bounded(detail)))
 }
 
-/// The fields of an object with exactly `names`: an unknown field first, then a missing
-/// one, then the values in `names` order.
+/// The fields of an object with exactly `names`: a repeated key is refused first, then an
+/// unknown field, then a missing one; the values come back in `names` order.
 fn fields<'j, 'a, const N: usize>(
     v: &'j Json<'a>,
     what: &str,
     names: [&str; N],
 ) -> Result<[&'j Json<'a>; N], Fail> {
-    let Json::Object(entries) = v else {
+    let Json::Object(obj) = v else {
         return fail(
             Reason::Schema,
             format!("{what} is {}, not an object", v.type_name()),
         );
     };
+    if let Some(k) = &obj.duplicate {
+        return fail(
+            Reason::Schema,
+            format!("{what} repeats the key {}", excerpt(k, 40)),
+        );
+    }
+    let entries = &obj.entries;
     if let Some((k, _)) = entries.iter().find(|(k, _)| !names.contains(&k.as_ref())) {
         return fail(
             Reason::UnknownField,

@@ -25,16 +25,17 @@
 //!    iterative byte scan that skips strings, *before* the recursive decoder runs, so
 //!    10,000 or a million `[` cannot overflow the stack; `NaN`, `Infinity` and every
 //!    other non-JSON token → `not_json`; anything after the one value (a second value,
-//!    prose, a dangling fence) → `trailing_content`; a repeated key in any object →
-//!    `schema` (`serde_json::Value` silently keeps the last one; this crate's decoder
-//!    refuses).
+//!    prose, a dangling fence) → `trailing_content`. A repeated key in an object is
+//!    remembered by this crate's decoder (`serde_json::Value` would silently keep the
+//!    last value) and refused by layer 2 as `schema`.
 //!
 //!    **Byte-order mark.** A response starting with U+FEFF is `not_json`. RFC 8259
 //!    forbids emitting one, a model server never has a reason to, and the design
 //!    tolerates exactly one deviation (the fence); a BOM is a character before the value.
 //! 2. **Schema** (strict typed decode). The top level must be an object with exactly the
-//!    contract's fields: an unknown top-level field → `unknown_field`, a missing field, a
-//!    wrong type or an array over its bound → `schema`, all for the whole response. Inside
+//!    contract's fields: a repeated key → `schema`, an unknown top-level field →
+//!    `unknown_field`, a missing field, a wrong type or an array over its bound →
+//!    `schema`, all for the whole response. Inside
 //!    a row the same failures reject only that row; every other row is still judged.
 //!    String bounds count Unicode scalar values (JSON Schema's `maxLength`), not bytes.
 //!    An enum value outside the closed set (case-sensitive: `"Person"` is not `person`)
