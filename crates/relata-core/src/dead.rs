@@ -20,6 +20,10 @@ closed_enum! {
         /// The broker gave up: the message was delivered more times than the queue's
         /// `x-delivery-limit` without being settled (it keeps killing workers).
         DeliveryLimit = "delivery_limit",
+        /// The job belongs to a task version (prompt, schema, model) other than the one
+        /// this worker runs. Processing it would store rows under a provenance the job
+        /// never asked for; a backfill for the current version creates its own jobs.
+        VersionMismatch = "version_mismatch",
     }
 }
 

@@ -13,11 +13,14 @@ mod closed;
 pub mod contract;
 pub mod dead;
 pub mod handle;
+pub mod job;
 pub mod labels;
 pub mod task;
 
 pub use closed::UnknownLabel;
 pub use contract::{CLASSIFY_V1, Contract, EXTRACT_V1};
+pub use dead::DeadReason;
 pub use handle::{Handle, HandleError};
+pub use job::{JobMessage, JobMessageError};
 pub use labels::{Check, EntityType, Reason, RelationKind, RowKind, Severity, Warning};
 pub use task::{JobId, Task, TaskVersion};
