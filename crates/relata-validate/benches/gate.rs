@@ -3,6 +3,8 @@
 //!
 //! `cargo bench -p relata-validate --bench gate`
 
+#![allow(clippy::unwrap_used)] // benchmark set-up: a failure is a broken benchmark
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use relata_validate::{GateConfig, Verdict, judge_extract};
 use std::hint::black_box;
@@ -62,7 +64,7 @@ fn source() -> String {
         s.push_str(match n % 97 {
             0 => ".\n\n",
             13 => "  ",
-            _ if n % 17 == 0 => &", in 19",
+            _ if n % 17 == 0 => ", in 19",
             _ if n % 17 == 1 => "84 ",
             _ => " ",
         });

@@ -322,18 +322,18 @@ pub(crate) fn judge_extract(
                     .then(|| "repeats an earlier claim (same statement and quote)".to_owned())
             })?;
             let setting = config.setting(Check::FigureInQuote);
-            if setting.enabled {
-                if let Some(detail) = figures_not_in(statement, &source[start..end]) {
-                    match setting.severity {
-                        Severity::Warn => row.warnings.push(Finding {
-                            warning: Warning::FigureNotInQuote,
-                            reason: None,
-                            detail: bounded(detail),
-                        }),
-                        // No reason of its own exists for a figure; the quote does not
-                        // hold what the statement states, so it is `quote_not_found`.
-                        Severity::Reject => return fail(Reason::QuoteNotFound, detail),
-                    }
+            if setting.enabled
+                && let Some(detail) = figures_not_in(statement, &source[start..end])
+            {
+                match setting.severity {
+                    Severity::Warn => row.warnings.push(Finding {
+                        warning: Warning::FigureNotInQuote,
+                        reason: None,
+                        detail: bounded(detail),
+                    }),
+                    // No reason of its own exists for a figure; the quote does not
+                    // hold what the statement states, so it is `quote_not_found`.
+                    Severity::Reject => return fail(Reason::QuoteNotFound, detail),
                 }
             }
             Ok((statement, subject, start, end, subject_at, dup_key))

@@ -183,14 +183,13 @@ impl<'s> SourceIndex<'s> {
         while let Some(rel) = finder.find(&hay[from..]) {
             let ns = from + rel;
             let ne = ns + needle.len();
-            if let (Some(os), Some(oe)) = (self.to_original(ns), self.to_original(ne)) {
-                if os < oe
-                    && oe <= self.original.len()
-                    && self.original.is_char_boundary(os)
-                    && self.original.is_char_boundary(oe)
-                {
-                    return Some((os, oe));
-                }
+            if let (Some(os), Some(oe)) = (self.to_original(ns), self.to_original(ne))
+                && os < oe
+                && oe <= self.original.len()
+                && self.original.is_char_boundary(os)
+                && self.original.is_char_boundary(oe)
+            {
+                return Some((os, oe));
             }
             // Starts or ends inside a composed character: keep looking.
             from = ns + 1;

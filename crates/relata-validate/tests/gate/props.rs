@@ -1,1 +1,199 @@
+//! Property tests: the gate never panics, accepted quotes are the source's own text at
+//! their offsets, and a quote taken from the source with its whitespace perturbed is
+//! always found.
 
+use proptest::prelude::*;
+use relata_core::{Handle, RowKind};
+use relata_validate::normalize::collapse;
+use relata_validate::{ClassifyInput, GateConfig, RowStatus, judge_classify, judge_extract};
+use unicode_normalization::UnicodeNormalization;
+
+fn input() -> ClassifyInput {
+    ClassifyInput {
+        handles: (1..=4).map(Handle::nth).collect(),
+        pairs: [(1, 2), (1, 3), (2, 4)]
+            .into_iter()
+            .map(|(a, b)| (Handle::nth(a), Handle::nth(b)))
+            .collect(),
+    }
+}
+
+/// Fragments that steer random text towards the decoder's interesting paths.
+fn jsonish() -> impl Strategy<Value = String> {
+    let atoms = prop::sample::select(vec![
+        "{",
+        "}",
+        "[",
+        "]",
+        ",",
+        ":",
+        "\"",
+        "\\",
+        "\\u00e9",
+        "\\ud800",
+        "```",
+        "```json\n",
+        "\n",
+        " ",
+        "\u{feff}",
+        "NaN",
+        "1e999",
+        "-0",
+        "true",
+        "null",
+        "\"entities\"",
+        "\"claims\"",
+        "\"relations\"",
+        "\"name\"",
+        "\"type\"",
+        "\"person\"",
+        "\"statement\"",
+        "\"quote\"",
+        "\"subject\"",
+        "\"a\"",
+        "\"b\"",
+        "\"C1\"",
+        "\"C2\"",
+        "\"relation\"",
+        "\"supports\"",
+        "\"Marie Curie\"",
+        "e\u{301}",
+        "\u{1100}\u{1161}",
+    ]);
+    prop::collection::vec(atoms, 0..200).prop_map(|v| v.concat())
+}
+
+const SOURCE: &str = "Marie Curie was born in Warsaw in 1867.\n\nShe moved to Paris.";
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    #[test]
+    fn never_panics_on_arbitrary_bytes(raw in prop::collection::vec(any::<u8>(), 0..4096)) {
+        let config = GateConfig::default();
+        let _ = judge_extract(&config, SOURCE, &raw);
+        let _ = judge_classify(&config, &input(), &raw);
+    }
+
+    #[test]
+    fn never_panics_on_json_like_text(raw in jsonish(), source in "\\PC{0,200}") {
+        let config = GateConfig::default();
+        let j = judge_extract(&config, &source, raw.as_bytes());
+        for c in j.accepted().claims() {
+            let (s, e) = c.quote_span();
+            prop_assert_eq!(c.quote(), &source[s..e]);
+        }
+        let _ = judge_classify(&config, &input(), raw.as_bytes());
+    }
+
+    /// The segment-wise normalisation equals normalising the whole text, then collapsing.
+    #[test]
+    fn collapse_equals_whole_text_nfc(s in text()) {
+        let whole: String = s.nfc().collect();
+        let naive: Vec<&str> = whole.split_whitespace().collect();
+        prop_assert_eq!(collapse(&s), naive.join(" "));
+    }
+
+    #[test]
+    fn a_source_substring_with_perturbed_whitespace_is_found(
+        words in prop::collection::vec(word(), 4..40),
+        seps in prop::collection::vec(space(), 40),
+        pick in (0usize..1000, 2usize..12),
+        perturb in prop::collection::vec(space(), 12),
+        nfd in any::<bool>(),
+    ) {
+        // Build a source from words and varied whitespace.
+        let mut source = String::from(&seps[39]);
+        let mut starts = Vec::new();
+        for (i, w) in words.iter().enumerate() {
+            starts.push(source.len());
+            source.push_str(w);
+            source.push_str(&seps[i % 39]);
+        }
+        let first = pick.0 % (words.len() - 1);
+        let n = pick.1.min(words.len() - first);
+        let chosen = &words[first..first + n];
+        // The quote: the same words, other whitespace, maybe decomposed.
+        let mut quote = String::from(&perturb[11]);
+        for (i, w) in chosen.iter().enumerate() {
+            if i > 0 {
+                quote.push_str(&perturb[i % 11]);
+            }
+            quote.push_str(w);
+        }
+        let quote: String = if nfd { quote.nfd().collect() } else { quote };
+        prop_assume!(collapse(&quote).chars().count() >= 8 && n >= 2);
+        let response = serde_json::json!({
+            "entities": [{"name": "The source", "type": "other"}],
+            "claims": [{
+                "statement": "The source says these words.",
+                "quote": quote,
+                "subject": "the source",
+            }],
+        });
+        let raw = serde_json::to_vec(&response).unwrap();
+        let j = judge_extract(&GateConfig::default(), &source, &raw);
+        let claim_rows: Vec<_> = j.rows().iter().filter(|r| r.kind == RowKind::Claim).collect();
+        prop_assert_eq!(claim_rows[0].status, RowStatus::Accepted, "{:?}", claim_rows[0]);
+        let c = &j.accepted().claims()[0];
+        let (s, e) = c.quote_span();
+        prop_assert_eq!(c.quote(), &source[s..e]);
+        prop_assert_eq!(collapse(c.quote()), collapse(&quote));
+        // The first occurrence: no earlier word-aligned start holds the same text.
+        prop_assert!(s <= starts[first], "{} > {}", s, starts[first]);
+    }
+}
+
+fn word() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop::sample::select(vec![
+            "a",
+            "b",
+            "k",
+            "r",
+            "s",
+            "t",
+            "o",
+            "é",
+            "e\u{301}",
+            "ñ",
+            "ü",
+            "Å",
+            "\u{212b}",
+            "ø",
+            "ẹ\u{302}",
+            "가",
+            "\u{1100}\u{1161}",
+            "ß",
+            "Z",
+        ]),
+        4..8,
+    )
+    .prop_map(|v| v.concat())
+}
+
+fn space() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop::sample::select(vec![
+            " ", "  ", "\n", "\n\n", "\t", "\r\n", "\u{a0}", "\u{2003}",
+        ]),
+        1..3,
+    )
+    .prop_map(|v| v.concat())
+}
+
+fn text() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop_oneof![
+            word(),
+            space(),
+            any::<char>().prop_map(|c| c.to_string()),
+            prop::sample::select(vec![
+                "\u{301}", "\u{323}", "\u{2000}", "\u{1161}", "\u{11a8}"
+            ])
+            .prop_map(str::to_owned),
+        ],
+        0..30,
+    )
+    .prop_map(|v| v.concat())
+}
