@@ -50,3 +50,39 @@ pub use error::QueueError;
 pub use relata_core::dead::DeadReason;
 pub use retry::{RetryDecision, RetryPolicy};
 pub use topology::{QueueRole, QueueSpec, RetryTier, Topology};
+
+/// Compile-time checks: the handles and the futures of their methods cross tasks, as a
+/// worker spawning one task per job needs.
+#[cfg(test)]
+mod send_checks {
+    use super::*;
+    use relata_core::task::{JobId, Task};
+
+    fn send<T: Send>(_: &T) {}
+    fn send_sync<T: Send + Sync>() {}
+
+    #[allow(dead_code)]
+    async fn futures_are_send(
+        b: Broker,
+        d: Delivery,
+        e: Delivery,
+        id: JobId,
+        jobs: Vec<OutgoingJob>,
+    ) {
+        send(&b.publish(Task::Extract, &id, b""));
+        send(&b.publish_batch(&jobs));
+        send(&b.consume(Task::Extract, 1));
+        send(&b.queue_depths());
+        send(&d.dead_letter(DeadReason::Poison, ""));
+        send(&e.retry_later(2, RetryTier::from_millis(1)));
+    }
+
+    #[test]
+    fn handles_are_send() {
+        send_sync::<Broker>();
+        send_sync::<Delivery>();
+        send_sync::<QueueError>();
+        fn send_only<T: Send + Unpin>() {}
+        send_only::<Deliveries>();
+    }
+}
