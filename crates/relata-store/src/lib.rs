@@ -1,1 +1,141 @@
-//! relata-store
+//! relata's PostgreSQL store: the system of record.
+//!
+//! The store is where guarantees 2, 4, 5, 7 and 8 of the design become true:
+//!
+//! * **Rejections are recorded once** (2, 4): a commit writes one `invalid_outputs` row per
+//!   rejection of a [`Judgement`](relata_validate::Judgement) — one per rejected row, or one
+//!   for a rejected response — in the same transaction as the accepted rows.
+//! * **Claims keep their link to the source** (5): a claim's `quote_start..quote_end` are
+//!   UTF-8 byte offsets into its *revision* text (chunk start + the gate's offset within the
+//!   chunk), checked in Rust before insert and again by a trigger in the database. Texts are
+//!   never rewritten: a changed document gets a new revision, and old rows keep pointing at
+//!   the text they were found in.
+//! * **Provenance** (7): model output reaches the store only as a `Judgement`, whose accepted
+//!   rows only the gate can build; every stored entity, claim, relation, warning and
+//!   rejection points at the `model_calls` row (model, prompt version, schema
+//!   id/version/sha256, time) that proposed it.
+//! * **Nothing is duplicated** (8): every terminal operation on a job locks its ledger row
+//!   (`SELECT … FOR UPDATE`) and does nothing, returning
+//!   [`CommitOutcome::AlreadyCommitted`], when the job is already terminal. A redelivered
+//!   job therefore never writes twice, and the worker can ack it without a model call.
+//!
+//! The crate knows nothing of AMQP or HTTP. Errors say themselves whether a retry can help
+//! ([`StoreError::is_retryable`]).
+//!
+//! Job ids ([`JobId::derive`](relata_core::JobId::derive)) are derived from the task
+//! version and these input bytes:
+//!
+//! * extract: `"chunk:" + chunk id + ":" + chunk sha256`. The chunk id makes the job
+//!   belong to one revision of one document (two documents with an identical paragraph each
+//!   get their own claims, with offsets into their own text); the sha256 makes the input
+//!   self-describing.
+//! * classify: `"pairs:" + "lo-hi,lo-hi,…"` over the pairs in ascending order.
+
+mod commit;
+mod documents;
+mod error;
+mod jobs;
+mod normalize;
+mod pairs;
+mod report;
+mod types;
+
+use std::time::Duration;
+
+use sha2::{Digest, Sha256};
+use sqlx::migrate::Migrator;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+
+pub use error::{ErrorKind, Result, StoreError};
+pub use jobs::{classify_job_id, extract_job_id};
+pub use normalize::normalize_name;
+/// Dead-letter reasons are relata-core's closed set (also the queue's header and label).
+pub use relata_core::DeadReason;
+pub use report::{
+    DeadLetterCount, ExportClaim, ExportDocument, ExportEntity, ExportRecord, ExportRelation,
+    InvalidRate, JobCount, Provenance, Status,
+};
+pub use types::{
+    CallOutcome, ChunkRow, ChunkSpan, ClaimForClassify, CommitOutcome, Committed, JobRow, JobState,
+    JobToPublish, NewModelCall, RowCounts, UpsertKind, UpsertOutcome,
+};
+
+/// The schema migrations, compiled in from the workspace's `migrations/` directory.
+pub static MIGRATOR: Migrator = sqlx::migrate!("../../migrations");
+
+/// Longest excerpt (in characters) kept on a model call record.
+pub const EXCERPT_MAX_CHARS: usize = 2000;
+
+/// Connection settings beyond the URL.
+#[derive(Debug, Clone)]
+pub struct StoreOptions {
+    pub max_connections: u32,
+    /// How long an operation waits for a free (or new) connection before failing with a
+    /// retryable error.
+    pub acquire_timeout: Duration,
+}
+
+impl Default for StoreOptions {
+    fn default() -> Self {
+        StoreOptions {
+            max_connections: 10,
+            acquire_timeout: Duration::from_secs(10),
+        }
+    }
+}
+
+/// The store: a PostgreSQL connection pool and the operations relata performs on it.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: PgPool,
+}
+
+impl Store {
+    /// Connect with default options. Fails (retryably) if the server cannot be reached.
+    pub async fn connect(url: &str) -> Result<Store> {
+        Store::connect_with(url, &StoreOptions::default()).await
+    }
+
+    pub async fn connect_with(url: &str, options: &StoreOptions) -> Result<Store> {
+        let connect: PgConnectOptions = url.parse()?;
+        let pool = PgPoolOptions::new()
+            .max_connections(options.max_connections)
+            .acquire_timeout(options.acquire_timeout)
+            .connect_with(connect)
+            .await?;
+        Ok(Store { pool })
+    }
+
+    /// Wrap an existing pool.
+    pub fn from_pool(pool: PgPool) -> Store {
+        Store { pool }
+    }
+
+    pub fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    /// Apply every pending migration. Idempotent; safe to run from several processes at
+    /// once (sqlx takes an advisory lock).
+    pub async fn migrate(&self) -> Result<()> {
+        MIGRATOR.run(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Close the pool, waiting for connections to be returned.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+pub(crate) fn to_i32(v: usize, what: &str) -> Result<i32> {
+    i32::try_from(v).map_err(|_| StoreError::InvalidInput(format!("{what} {v} out of range")))
+}
+
+pub(crate) fn to_usize(v: i32, what: &str) -> Result<usize> {
+    usize::try_from(v).map_err(|_| StoreError::Invariant(format!("stored {what} {v} is negative")))
+}

@@ -1,0 +1,350 @@
+//! `relata status` and `relata export`.
+
+use chrono::{DateTime, Utc};
+use futures::{Stream, StreamExt};
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+
+use crate::error::{Result, StoreError};
+use crate::{Store, to_usize};
+
+/// Jobs of one task in one state.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct JobCount {
+    pub task: String,
+    pub state: String,
+    pub count: i64,
+}
+
+/// Dead-lettered jobs of one task with one reason.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DeadLetterCount {
+    pub task: String,
+    pub reason: String,
+    pub count: i64,
+}
+
+/// The invalid-output rate over a window.
+///
+/// * `responses`: model calls that returned a response (outcome accepted, partial,
+///   rejected or invalid_envelope — transport and provider errors are not responses);
+/// * `responses_with_rejection`: those with at least one rejection (partial, rejected,
+///   invalid_envelope);
+/// * `rejections`: `invalid_outputs` rows (one per rejected row or rejected response);
+/// * `accepted_rows`: entities, claims and relations committed;
+/// * `response_rate` = responses_with_rejection / responses — the number to watch: it is
+///   what doubles when a model or prompt goes bad;
+/// * `row_rate` = rejections / (rejections + accepted_rows).
+///
+/// Rates are `None` when their denominator is zero (no traffic is not a 0% failure rate).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct InvalidRate {
+    pub window_hours: i64,
+    pub responses: i64,
+    pub responses_with_rejection: i64,
+    pub rejections: i64,
+    pub accepted_rows: i64,
+    pub response_rate: Option<f64>,
+    pub row_rate: Option<f64>,
+}
+
+/// What `relata status` shows from the store.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Status {
+    pub jobs: Vec<JobCount>,
+    pub dead_letters: Vec<DeadLetterCount>,
+    /// Queued jobs never published (a producer or extractor crashed in between).
+    pub unpublished: i64,
+    /// Warnings not yet reviewed.
+    pub review_queue: i64,
+    pub invalid_last_24h: InvalidRate,
+}
+
+impl Store {
+    pub async fn status(&self) -> Result<Status> {
+        let jobs = sqlx::query(
+            "SELECT task, state, count(*) FROM jobs GROUP BY task, state ORDER BY task, state",
+        )
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(JobCount {
+                task: r.try_get(0)?,
+                state: r.try_get(1)?,
+                count: r.try_get(2)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+        let dead_letters = sqlx::query(
+            "SELECT task, dead_reason, count(*) FROM jobs WHERE state = 'dead'
+             GROUP BY task, dead_reason ORDER BY task, dead_reason",
+        )
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(DeadLetterCount {
+                task: r.try_get(0)?,
+                reason: r.try_get(1)?,
+                count: r.try_get(2)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+        let unpublished: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM jobs WHERE state = 'queued' AND published_at IS NULL",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        let review_queue: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM warnings WHERE reviewed_at IS NULL")
+                .fetch_one(&self.pool)
+                .await?;
+        let r = sqlx::query(
+            "WITH calls AS (
+                 SELECT id, outcome FROM model_calls
+                 WHERE started_at > now() - interval '24 hours'
+                   AND outcome IN ('accepted', 'partial', 'rejected', 'invalid_envelope'))
+             SELECT
+                 (SELECT count(*) FROM calls),
+                 (SELECT count(*) FROM calls WHERE outcome <> 'accepted'),
+                 (SELECT count(*) FROM invalid_outputs WHERE call_id IN (SELECT id FROM calls)),
+                 (SELECT count(*) FROM entities WHERE call_id IN (SELECT id FROM calls))
+               + (SELECT count(*) FROM claims WHERE call_id IN (SELECT id FROM calls))
+               + (SELECT count(*) FROM claim_relations WHERE call_id IN (SELECT id FROM calls))",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        let (responses, with_rej, rejections, accepted): (i64, i64, i64, i64) =
+            (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?);
+        let ratio = |n: i64, d: i64| (d > 0).then(|| n as f64 / d as f64);
+        Ok(Status {
+            jobs,
+            dead_letters,
+            unpublished,
+            review_queue,
+            invalid_last_24h: InvalidRate {
+                window_hours: 24,
+                responses,
+                responses_with_rejection: with_rej,
+                rejections,
+                accepted_rows: accepted,
+                response_rate: ratio(with_rej, responses),
+                row_rate: ratio(rejections, rejections + accepted),
+            },
+        })
+    }
+
+    /// Every stored record, streamed (rows are decoded as they arrive; nothing is
+    /// collected): documents first, then entities, claims, relations, each in id order.
+    ///
+    /// With `all_versions == false`, one `document` record per document with its current
+    /// text, and only the entities and claims extracted from current revisions (and the
+    /// relations between such claims). With `true`, one `document` record per revision,
+    /// and every row ever extracted. Either way a claim's offsets index the text of the
+    /// document record with the same `revision_id`.
+    ///
+    /// The four queries run one after another, each on its own snapshot.
+    pub fn export(
+        &self,
+        all_versions: bool,
+    ) -> impl Stream<Item = Result<ExportRecord>> + Send + '_ {
+        let docs = sqlx::query(
+            "SELECT d.id, r.id, d.source, d.external_id, d.title, r.sha256, r.text,
+                    r.id = d.current_revision_id
+             FROM documents d JOIN document_revisions r ON r.document_id = d.id
+             WHERE $1 OR r.id = d.current_revision_id
+             ORDER BY d.id, r.id",
+        )
+        .bind(all_versions)
+        .fetch(&self.pool)
+        .map(|r| decode(r, document));
+        let entities = sqlx::query(
+            "SELECT e.id, e.document_id, e.revision_id, e.chunk_id, e.name, e.name_normalized,
+                    e.entity_type, m.id, m.job_id, m.model, m.prompt_version, m.schema_id,
+                    m.schema_version, m.schema_sha256, m.started_at
+             FROM entities e JOIN model_calls m ON m.id = e.call_id
+             JOIN documents d ON d.id = e.document_id
+             WHERE $1 OR e.revision_id = d.current_revision_id
+             ORDER BY e.id",
+        )
+        .bind(all_versions)
+        .fetch(&self.pool)
+        .map(|r| decode(r, entity));
+        let claims = sqlx::query(
+            "SELECT c.id, c.document_id, c.revision_id, c.chunk_id, c.statement, c.quote,
+                    c.quote_start, c.quote_end, c.subject, c.entity_id,
+                    m.id, m.job_id, m.model, m.prompt_version, m.schema_id,
+                    m.schema_version, m.schema_sha256, m.started_at
+             FROM claims c JOIN model_calls m ON m.id = c.call_id
+             JOIN documents d ON d.id = c.document_id
+             WHERE $1 OR c.revision_id = d.current_revision_id
+             ORDER BY c.id",
+        )
+        .bind(all_versions)
+        .fetch(&self.pool)
+        .map(|r| decode(r, claim));
+        let relations = sqlx::query(
+            "SELECT x.id, x.claim_a, x.claim_b, x.relation,
+                    m.id, m.job_id, m.model, m.prompt_version, m.schema_id,
+                    m.schema_version, m.schema_sha256, m.started_at
+             FROM claim_relations x JOIN model_calls m ON m.id = x.call_id
+             JOIN claims a ON a.id = x.claim_a JOIN documents da ON da.id = a.document_id
+             JOIN claims b ON b.id = x.claim_b JOIN documents db ON db.id = b.document_id
+             WHERE $1 OR (a.revision_id = da.current_revision_id
+                          AND b.revision_id = db.current_revision_id)
+             ORDER BY x.id",
+        )
+        .bind(all_versions)
+        .fetch(&self.pool)
+        .map(|r| decode(r, relation));
+        docs.chain(entities).chain(claims).chain(relations)
+    }
+}
+
+fn decode(
+    row: std::result::Result<PgRow, sqlx::Error>,
+    f: fn(&PgRow) -> Result<ExportRecord>,
+) -> Result<ExportRecord> {
+    let row = row.map_err(StoreError::from)?;
+    f(&row)
+}
+
+/// Which model call proposed a row.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Provenance {
+    pub call_id: i64,
+    pub job_id: String,
+    pub model: String,
+    pub prompt_version: String,
+    pub schema_id: String,
+    pub schema_version: i32,
+    pub schema_sha256: String,
+    /// When the call was made.
+    pub called_at: DateTime<Utc>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ExportDocument {
+    pub id: i64,
+    pub revision_id: i64,
+    pub current: bool,
+    pub source: String,
+    pub external_id: String,
+    pub title: Option<String>,
+    pub sha256: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ExportEntity {
+    pub id: i64,
+    pub document_id: i64,
+    pub revision_id: i64,
+    pub chunk_id: i64,
+    pub name: String,
+    pub name_normalized: String,
+    #[serde(rename = "type")]
+    pub entity_type: String,
+    pub provenance: Provenance,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ExportClaim {
+    pub id: i64,
+    pub document_id: i64,
+    pub revision_id: i64,
+    pub chunk_id: i64,
+    pub statement: String,
+    pub quote: String,
+    /// UTF-8 byte offsets of `quote` in the text of the document revision `revision_id`.
+    pub quote_start: usize,
+    pub quote_end: usize,
+    pub subject: String,
+    pub entity_id: Option<i64>,
+    pub provenance: Provenance,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ExportRelation {
+    pub id: i64,
+    pub claim_a: i64,
+    pub claim_b: i64,
+    pub relation: String,
+    pub provenance: Provenance,
+}
+
+/// One line of `relata export`, tagged with its `kind`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ExportRecord {
+    Document(ExportDocument),
+    Entity(ExportEntity),
+    Claim(ExportClaim),
+    Relation(ExportRelation),
+}
+
+fn provenance(r: &PgRow, at: usize) -> Result<Provenance> {
+    Ok(Provenance {
+        call_id: r.try_get(at)?,
+        job_id: r.try_get(at + 1)?,
+        model: r.try_get(at + 2)?,
+        prompt_version: r.try_get(at + 3)?,
+        schema_id: r.try_get(at + 4)?,
+        schema_version: r.try_get(at + 5)?,
+        schema_sha256: r.try_get(at + 6)?,
+        called_at: r.try_get(at + 7)?,
+    })
+}
+
+fn document(r: &PgRow) -> Result<ExportRecord> {
+    Ok(ExportRecord::Document(ExportDocument {
+        id: r.try_get(0)?,
+        revision_id: r.try_get(1)?,
+        source: r.try_get(2)?,
+        external_id: r.try_get(3)?,
+        title: r.try_get(4)?,
+        sha256: r.try_get(5)?,
+        text: r.try_get(6)?,
+        current: r.try_get(7)?,
+    }))
+}
+
+fn entity(r: &PgRow) -> Result<ExportRecord> {
+    Ok(ExportRecord::Entity(ExportEntity {
+        id: r.try_get(0)?,
+        document_id: r.try_get(1)?,
+        revision_id: r.try_get(2)?,
+        chunk_id: r.try_get(3)?,
+        name: r.try_get(4)?,
+        name_normalized: r.try_get(5)?,
+        entity_type: r.try_get(6)?,
+        provenance: provenance(r, 7)?,
+    }))
+}
+
+fn claim(r: &PgRow) -> Result<ExportRecord> {
+    Ok(ExportRecord::Claim(ExportClaim {
+        id: r.try_get(0)?,
+        document_id: r.try_get(1)?,
+        revision_id: r.try_get(2)?,
+        chunk_id: r.try_get(3)?,
+        statement: r.try_get(4)?,
+        quote: r.try_get(5)?,
+        quote_start: to_usize(r.try_get(6)?, "quote_start")?,
+        quote_end: to_usize(r.try_get(7)?, "quote_end")?,
+        subject: r.try_get(8)?,
+        entity_id: r.try_get(9)?,
+        provenance: provenance(r, 10)?,
+    }))
+}
+
+fn relation(r: &PgRow) -> Result<ExportRecord> {
+    Ok(ExportRecord::Relation(ExportRelation {
+        id: r.try_get(0)?,
+        claim_a: r.try_get(1)?,
+        claim_b: r.try_get(2)?,
+        relation: r.try_get(3)?,
+        provenance: provenance(r, 4)?,
+    }))
+}

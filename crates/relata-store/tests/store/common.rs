@@ -1,0 +1,184 @@
+use std::str::FromStr;
+
+use chrono::Utc;
+use relata_core::{CLASSIFY_V1, EXTRACT_V1, JobId, TaskVersion};
+use relata_store::{
+    ChunkRow, ChunkSpan, CommitOutcome, Committed, NewModelCall, Store, UpsertOutcome,
+};
+use relata_validate::{GateConfig, judge_extract};
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::{AssertSqlSafe, Connection, PgConnection};
+
+pub fn admin_url() -> String {
+    std::env::var("RELATA_TEST_DATABASE_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+/// A fresh, migrated database, dropped on drop.
+pub struct TestDb {
+    pub store: Store,
+    pub name: String,
+}
+
+impl TestDb {
+    pub async fn new() -> TestDb {
+        let db = TestDb::empty().await;
+        db.store.migrate().await.expect("migrations apply");
+        db
+    }
+
+    /// A fresh database without migrations.
+    pub async fn empty() -> TestDb {
+        let name = format!("relata_test_{}", uuid::Uuid::new_v4().simple());
+        let mut admin = PgConnection::connect(&admin_url())
+            .await
+            .expect("test PostgreSQL reachable (run scripts/ensure-services.sh)");
+        // The name is ours (a uuid), not input.
+        sqlx::query(AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut admin)
+            .await
+            .expect("create test database");
+        let opts = PgConnectOptions::from_str(&admin_url())
+            .expect("test URL")
+            .database(&name);
+        let pool = PgPoolOptions::new()
+            .max_connections(8)
+            .connect_with(opts)
+            .await
+            .expect("connect to test database");
+        TestDb {
+            store: Store::from_pool(pool),
+            name,
+        }
+    }
+
+    pub fn pool(&self) -> &sqlx::PgPool {
+        self.store.pool()
+    }
+
+    pub async fn count(&self, table: &str) -> i64 {
+        sqlx::query_scalar(AssertSqlSafe(format!("SELECT count(*) FROM {table}")))
+            .fetch_one(self.pool())
+            .await
+            .expect("count")
+    }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        // Async drop does not exist: drop the database from a thread with its own runtime.
+        let _ = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            rt.block_on(async move {
+                if let Ok(mut admin) = PgConnection::connect(&admin_url()).await {
+                    let _ = sqlx::query(AssertSqlSafe(format!(
+                        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                    )))
+                    .execute(&mut admin)
+                    .await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+pub fn extract_version() -> TaskVersion {
+    TaskVersion::new(&EXTRACT_V1, "extract-p1", "test-model")
+}
+
+pub fn classify_version() -> TaskVersion {
+    TaskVersion::new(&CLASSIFY_V1, "classify-p1", "test-model")
+}
+
+pub fn call(version: &TaskVersion) -> NewModelCall {
+    let now = Utc::now();
+    NewModelCall {
+        version: version.clone(),
+        started_at: now - chrono::Duration::milliseconds(1500),
+        finished_at: now,
+        attempts: 1,
+        prompt_tokens: Some(120),
+        completion_tokens: Some(80),
+        excerpt: Some("{\"entities\": ...".to_owned()),
+    }
+}
+
+/// Spans of the paragraphs of `text` (split on blank lines).
+pub fn paragraphs(text: &str) -> Vec<ChunkSpan> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    for part in text.split("\n\n") {
+        let end = start + part.len();
+        if !part.is_empty() {
+            out.push(ChunkSpan { start, end });
+        }
+        start = end + 2;
+    }
+    out
+}
+
+pub async fn ingest(store: &Store, external_id: &str, text: &str) -> UpsertOutcome {
+    store
+        .upsert_document(
+            "test",
+            external_id,
+            Some(external_id),
+            text,
+            &paragraphs(text),
+        )
+        .await
+        .expect("upsert")
+}
+
+/// The extract job of a chunk, created (and returned) whether or not it existed.
+pub async fn extract_job(store: &Store, chunk_id: i64) -> JobId {
+    let v = extract_version();
+    let chunk = store.load_chunk(chunk_id).await.expect("chunk");
+    let id = relata_store::extract_job_id(&v, chunk.id, &chunk.sha256);
+    store
+        .ensure_extract_jobs(&v, &[chunk_id])
+        .await
+        .expect("jobs");
+    id
+}
+
+pub fn committed(o: CommitOutcome) -> Committed {
+    match o {
+        CommitOutcome::Committed(c) => c,
+        other => panic!("expected Committed, got {other:?}"),
+    }
+}
+
+/// Ingest a one-chunk document and commit an extract response for it.
+pub async fn extract_doc(
+    store: &Store,
+    external_id: &str,
+    text: &str,
+    response: &str,
+) -> (ChunkRow, JobId, Committed) {
+    let up = ingest(store, external_id, text).await;
+    let chunk = store.load_chunk(up.chunk_ids[0]).await.expect("chunk");
+    let job = extract_job(store, chunk.id).await;
+    let j = judge_extract(&GateConfig::default(), &chunk.text, response.as_bytes());
+    let c = committed(
+        store
+            .commit_extract(&job, &call(&extract_version()), &j, &chunk)
+            .await
+            .expect("commit"),
+    );
+    (chunk, job, c)
+}
+
+/// A response with one entity and one claim about it.
+pub fn one_claim(subject: &str, statement: &str, quote: &str) -> String {
+    serde_json::json!({
+        "entities": [{"name": subject, "type": "organization"}],
+        "claims": [{"statement": statement, "quote": quote, "subject": subject}],
+    })
+    .to_string()
+}

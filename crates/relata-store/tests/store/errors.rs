@@ -1,0 +1,45 @@
+use std::time::Duration;
+
+use relata_store::{ErrorKind, Store, StoreError, StoreOptions};
+
+#[tokio::test]
+async fn an_unreachable_database_is_retryable() {
+    let options = StoreOptions {
+        max_connections: 1,
+        acquire_timeout: Duration::from_secs(2),
+    };
+    // Port 1 on loopback: nothing listens there.
+    let err = Store::connect_with("postgres://postgres@127.0.0.1:1/postgres", &options)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err:?}");
+    assert!(err.is_retryable());
+}
+
+#[tokio::test]
+async fn classification_of_database_errors() {
+    let db = crate::common::TestDb::new().await;
+    // A unique violation is a bug, not a transient condition.
+    for _ in 0..2 {
+        let r = sqlx::query("INSERT INTO documents (source, external_id) VALUES ('s', 'x')")
+            .execute(db.pool())
+            .await;
+        if let Err(e) = r {
+            let e = StoreError::from(e);
+            assert_eq!(e.kind(), ErrorKind::Invariant);
+            assert!(!e.is_retryable());
+            assert_eq!(e.sqlstate().as_deref(), Some("23505"));
+        }
+    }
+    // A serialization failure and a deadlock are retryable.
+    for code in ["40001", "40P01", "57P01"] {
+        let sql = format!("DO $$ BEGIN RAISE EXCEPTION 'x' USING ERRCODE = '{code}'; END $$");
+        let e = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .execute(db.pool())
+            .await
+            .unwrap_err();
+        let e = StoreError::from(e);
+        assert!(e.is_retryable(), "{code}: {e}");
+    }
+    assert!(!StoreError::InvalidInput("x".into()).is_retryable());
+}
