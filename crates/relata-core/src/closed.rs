@@ -11,6 +11,9 @@ pub struct UnknownLabel {
     pub expected: String,
 }
 
+/// Define a closed label enum (see the module docs). Exported so that crates above the
+/// core define their own labels the same way.
+#[macro_export]
 macro_rules! closed_enum {
     (
         $(#[$meta:meta])*
@@ -41,11 +44,11 @@ macro_rules! closed_enum {
         }
 
         impl ::std::str::FromStr for $name {
-            type Err = $crate::closed::UnknownLabel;
+            type Err = $crate::UnknownLabel;
             fn from_str(s: &str) -> Result<Self, Self::Err> {
                 match s {
                     $( $s => Ok($name::$variant), )+
-                    _ => Err($crate::closed::UnknownLabel {
+                    _ => Err($crate::UnknownLabel {
                         kind: $kind,
                         value: s.chars().take(64).collect(),
                         expected: [$( $s ),+].join(", "),
@@ -69,4 +72,3 @@ macro_rules! closed_enum {
     };
 }
 
-pub(crate) use closed_enum;

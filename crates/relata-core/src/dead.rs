@@ -1,6 +1,6 @@
 //! Why a job was dead-lettered.
 
-use crate::closed::closed_enum;
+use crate::closed_enum;
 
 closed_enum! {
     /// Why a job ended in the dead-letter queue instead of completing.

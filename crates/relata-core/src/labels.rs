@@ -1,6 +1,6 @@
 //! Closed label sets: metric labels and stored values.
 
-use crate::closed::closed_enum;
+use crate::closed_enum;
 
 closed_enum! {
     /// Why model output (a whole response or one row of it) was rejected.

@@ -2,7 +2,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::closed::closed_enum;
+use crate::closed_enum;
 use crate::contract::Contract;
 
 closed_enum! {
