@@ -53,7 +53,7 @@ pub use normalize::normalize_name;
 pub use relata_core::DeadReason;
 pub use report::{
     DeadLetterCount, ExportClaim, ExportDocument, ExportEntity, ExportRecord, ExportRelation,
-    InvalidRate, JobCount, Provenance, Status,
+    InvalidRate, JobCount, Provenance, ReviewItem, Status,
 };
 pub use types::{
     CallOutcome, ChunkRow, ChunkSpan, ClaimForClassify, CommitOutcome, Committed, JobRow, JobState,

@@ -147,3 +147,34 @@ async fn export_round_trip() {
         .count();
     assert_eq!((docs, claims), (3, 2));
 }
+
+#[tokio::test]
+async fn warnings_wait_in_the_review_queue() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    s.ping().await.unwrap();
+    // 1990 is in the statement, not in the quote: kept, with a warning.
+    let (_, job, done) = extract_doc(
+        s,
+        "a",
+        "Alpha Corp was founded by Jane Roe in Bern.",
+        &one_claim(
+            "Alpha Corp",
+            "Alpha Corp was founded in 1990.",
+            "founded by Jane Roe",
+        ),
+    )
+    .await;
+    assert_eq!(done.counts.claims, 1);
+    assert_eq!(done.counts.warnings, 1);
+    let queue = s.review_queue(10).await.unwrap();
+    assert_eq!(queue.len(), 1);
+    let item = &queue[0];
+    assert_eq!(item.job_id, job.as_str());
+    assert_eq!(item.claim_id, Some(done.claim_ids[0]));
+    assert_eq!(item.warning, "figure_not_in_quote");
+    assert_eq!(s.status().await.unwrap().review_queue, 1);
+    assert!(s.mark_reviewed(item.warning_id, "reviewer").await.unwrap());
+    assert!(!s.mark_reviewed(item.warning_id, "reviewer").await.unwrap());
+    assert!(s.review_queue(10).await.unwrap().is_empty());
+}
