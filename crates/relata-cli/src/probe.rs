@@ -1,11 +1,264 @@
-//! `relata model probe`.
+//! `relata model probe`: check an endpoint the way an operator would before a run.
+//!
+//! Three steps, each printed as `ok`, `warn` or `FAILED` with a remedy: the endpoint is
+//! reachable (`GET {url}/models`), the model is listed, and one tiny structured request in
+//! the configured dialect round-trips (the answer is the contract's JSON, as judged by the
+//! gate). Exit 0 only when that request round-trips; 1 when a step failed; 2 when the
+//! configuration is unusable.
 
 use std::process::ExitCode;
 
-#[derive(Debug, clap::Args)]
-pub struct ProbeArgs {}
+use relata_core::{Reason, Task};
+use relata_model::{
+    Dialect, ErrorClass, ModelClient, ModelConfig, ModelError, ModelMetrics, TransportKind,
+    extract_messages,
+};
+use relata_validate::{GateConfig, judge_extract};
 
-pub fn run(_args: ProbeArgs) -> ExitCode {
-    eprintln!("relata model probe: not implemented yet");
-    ExitCode::from(2)
+/// Probe settings come from the same environment as the workers (`RELATA_MODEL_*`); these
+/// flags override it. The API key is read from `RELATA_MODEL_API_KEY` or
+/// `RELATA_MODEL_API_KEY_FILE` only, never from a flag.
+#[derive(Debug, clap::Args)]
+pub struct ProbeArgs {
+    /// Base URL, e.g. http://127.0.0.1:11434/v1 (default: $RELATA_MODEL_URL).
+    #[arg(long)]
+    url: Option<String>,
+    /// Model name (default: $RELATA_MODEL_NAME).
+    #[arg(long)]
+    model: Option<String>,
+    /// json_schema | json_object_schema | none (default: $RELATA_MODEL_DIALECT, else json_schema).
+    #[arg(long)]
+    dialect: Option<String>,
+}
+
+/// A tiny document for the structured request.
+const PROBE_SOURCE: &str = "Ada Lovelace wrote the first computer program in 1843.";
+/// Enough for a small answer; a model that needs more will say `truncated`.
+const PROBE_MAX_TOKENS: u32 = 400;
+
+fn step(status: &str, name: &str, detail: &str) {
+    println!("{status:<6} {name:<11} {detail}");
+}
+
+fn remedy(text: &str) {
+    println!("{:<6} {:<11} remedy: {text}", "", "");
+}
+
+pub fn run(args: ProbeArgs) -> ExitCode {
+    let overrides = [
+        ("RELATA_MODEL_URL", args.url),
+        ("RELATA_MODEL_NAME", args.model),
+        ("RELATA_MODEL_DIALECT", args.dialect),
+    ];
+    let lookup = |name: &str| {
+        overrides
+            .iter()
+            .find(|(n, _)| *n == name)
+            .and_then(|(_, v)| v.clone())
+            .or_else(|| std::env::var(name).ok())
+    };
+    let mut config = match ModelConfig::default().with_env(lookup) {
+        Ok(c) => c,
+        Err(e) => {
+            step("FAILED", "config", &e.to_string());
+            remedy("set RELATA_MODEL_URL and RELATA_MODEL_NAME (or pass --url and --model)");
+            return ExitCode::from(2);
+        }
+    };
+    // An operator wants the first failure, not a backoff schedule.
+    config.retry_max_attempts = 1;
+    let client = match ModelClient::new(config, ModelMetrics::default()) {
+        Ok(c) => c,
+        Err(e) => {
+            step("FAILED", "config", &e.to_string());
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("relata model probe: cannot start the async runtime: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if runtime.block_on(probe(&client)) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+async fn probe(client: &ModelClient) -> bool {
+    let cfg = client.config();
+    println!(
+        "probing {} (model {}, dialect {}, api key {})",
+        cfg.url,
+        cfg.model,
+        cfg.dialect,
+        if cfg.api_key.is_some() {
+            "set"
+        } else {
+            "not set"
+        }
+    );
+
+    // 1. Reachable.
+    let listed = match client.list_models().await {
+        Ok(models) => {
+            step(
+                "ok",
+                "reachable",
+                &format!("GET {} listed {} model(s)", cfg.models_url(), models.len()),
+            );
+            Some(models)
+        }
+        Err(e) => {
+            step(
+                "FAILED",
+                "reachable",
+                &format!("GET {}: {e}", cfg.models_url()),
+            );
+            match &e {
+                ModelError::Transport { .. } => {
+                    remedy(
+                        "is the server running and listening there? RELATA_MODEL_URL is the base URL, e.g. http://127.0.0.1:11434/v1",
+                    );
+                    return false;
+                }
+                ModelError::Permanent {
+                    status: 401 | 403, ..
+                } => {
+                    remedy("check the key in RELATA_MODEL_API_KEY or RELATA_MODEL_API_KEY_FILE");
+                    return false;
+                }
+                ModelError::Permanent { status: 404, .. } => remedy(
+                    "the base URL usually ends in /v1; some servers have no model list, so the structured request is tried anyway",
+                ),
+                _ => remedy("the structured request is tried anyway"),
+            }
+            None
+        }
+    };
+
+    // 2. Model listed.
+    if let Some(models) = &listed {
+        if models.contains(&cfg.model) {
+            step("ok", "model", &format!("{} is listed", cfg.model));
+        } else {
+            let shown: Vec<&str> = models.iter().take(10).map(String::as_str).collect();
+            step(
+                "warn",
+                "model",
+                &format!(
+                    "{} is not listed (listed: {})",
+                    cfg.model,
+                    if shown.is_empty() {
+                        "none".to_owned()
+                    } else {
+                        shown.join(", ")
+                    }
+                ),
+            );
+            remedy(
+                "set RELATA_MODEL_NAME (or --model) to a listed model, or pull it (ollama pull <name>)",
+            );
+        }
+    }
+
+    // 3. One structured request.
+    let messages = extract_messages(cfg.dialect, PROBE_SOURCE);
+    let call = client
+        .complete(Task::Extract, &messages, PROBE_MAX_TOKENS)
+        .await;
+    let took = format!("{:.1}s", call.record.duration.as_secs_f64());
+    let completion = match call.result {
+        Ok(c) => c,
+        Err(e) => {
+            step(
+                "FAILED",
+                "structured",
+                &format!(
+                    "{} in dialect {} ({took}): {e}",
+                    cfg.chat_url(),
+                    cfg.dialect
+                ),
+            );
+            remedy(&structured_remedy(&e, cfg.dialect));
+            return false;
+        }
+    };
+    let judgement = judge_extract(
+        &GateConfig::default(),
+        PROBE_SOURCE,
+        completion.content.as_bytes(),
+    );
+    if let Some(r) = judgement.response_rejection() {
+        step(
+            "FAILED",
+            "structured",
+            &format!(
+                "the server answered ({took}) but not with relata.extract JSON: {} ({})",
+                r.reason, r.detail
+            ),
+        );
+        remedy(&match cfg.dialect {
+            Dialect::None => "with --dialect none the schema is only in the prompt; if the server supports structured output, try --dialect json_schema or --dialect json_object_schema".to_owned(),
+            d => format!("the server may ignore response_format in dialect {d}; try the other dialect, or a larger model"),
+        });
+        return false;
+    }
+    let accepted = judgement.accepted();
+    step(
+        "ok",
+        "structured",
+        &format!(
+            "round-trip in dialect {} ({took}): valid relata.extract JSON, {} entities and {} claims accepted, {} row(s) rejected",
+            cfg.dialect,
+            accepted.entities().len(),
+            accepted.claims().len(),
+            judgement.rejections().len()
+        ),
+    );
+    true
+}
+
+fn structured_remedy(e: &ModelError, dialect: Dialect) -> String {
+    match (e, dialect) {
+        (
+            ModelError::Transport {
+                kind: TransportKind::Http500,
+                ..
+            },
+            Dialect::JsonSchema,
+        ) => "HTTP 500 on response_format json_schema: this server may want --dialect json_object_schema (llama-cpp-python does)".to_owned(),
+        (ModelError::Permanent { status: 400 | 422, .. }, Dialect::JsonSchema) => {
+            "the server rejected response_format json_schema: try --dialect json_object_schema, or --dialect none".to_owned()
+        }
+        (ModelError::Permanent { status: 400 | 422, .. }, Dialect::JsonObjectSchema) => {
+            "the server rejected response_format json_object: try --dialect json_schema, or --dialect none".to_owned()
+        }
+        (ModelError::Permanent { status: 401 | 403, .. }, _) => {
+            "check the key in RELATA_MODEL_API_KEY or RELATA_MODEL_API_KEY_FILE".to_owned()
+        }
+        (ModelError::Permanent { status: 404, .. }, _) => {
+            "model or route not found: check RELATA_MODEL_NAME and that RELATA_MODEL_URL ends in /v1".to_owned()
+        }
+        (
+            ModelError::Transport {
+                kind: TransportKind::Timeout,
+                ..
+            },
+            _,
+        ) => "raise RELATA_MODEL_REQUEST_TIMEOUT_MS: a small model on CPU can take 5-25 s per request".to_owned(),
+        (ModelError::InvalidOutput { reason: Reason::Truncated, .. }, _) => {
+            "the answer hit the token limit: the model rambles; a dialect with the schema (json_schema, json_object_schema) usually stops it".to_owned()
+        }
+        (e, _) if e.class() == ErrorClass::Transport => {
+            "the server or the network failed: check the server's logs and try again".to_owned()
+        }
+        _ => "see the message above".to_owned(),
+    }
 }
