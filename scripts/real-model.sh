@@ -36,8 +36,10 @@ if ! "$VENV/bin/python" -c 'import llama_cpp.server' >/dev/null 2>&1; then
     exit 1
   fi
   "$VENV/bin/pip" install --quiet --upgrade pip >&2
+  # GGML_NATIVE=OFF: a build tuned to one CPU crashes on another machine of the same kind.
+  CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}" \
   CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
-    "$VENV/bin/pip" install 'llama-cpp-python[server]==0.3.36' >"$CACHE/pip-llama.log" 2>&1 || {
+    "$VENV/bin/pip" install --no-cache-dir 'llama-cpp-python[server]==0.3.36' >"$CACHE/pip-llama.log" 2>&1 || {
       say "pip install failed; see $CACHE/pip-llama.log (needs a C/C++ compiler and cmake: apt-get install -y build-essential cmake)"
       exit 1
     }
@@ -111,6 +113,16 @@ else
     exit 1
   fi
   say "server up (pid $pid)"
+fi
+
+# 5. A generation smoke test: a server that lists models can still crash on the first
+# completion (a llama.cpp build that does not fit this CPU). Fail here, clearly.
+if ! curl -fsS --max-time 120 "$URL/chat/completions" -H 'Content-Type: application/json' \
+     -d '{"model":"'"$ALIAS"'","messages":[{"role":"user","content":"Say hi."}],"max_tokens":4}' \
+     >/dev/null 2>&1; then
+  say "the server lists models but crashed or failed on a 4-token completion; see $LOG"
+  say "if the kernel log shows a fault in libggml-cpu, rebuild: rm -rf $VENV and run this script again"
+  exit 1
 fi
 
 cat <<EOF
