@@ -217,22 +217,31 @@ fn unwrap_fence(t: &str) -> Result<&str, SyntaxError> {
 /// Nesting depth of the JSON-looking text, found without recursion: brackets inside
 /// strings (with escapes) do not count. Stops as soon as the bound is passed.
 fn exceeds_depth(t: &str, max: usize) -> bool {
+    let b = t.as_bytes();
     let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for &b in t.as_bytes() {
-        if in_string {
-            if escaped {
-                escaped = false;
-            } else if b == b'\\' {
-                escaped = true;
-            } else if b == b'"' {
-                in_string = false;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                // Skip the string: jump from quote or backslash to the next one.
+                i += 1;
+                loop {
+                    let Some(k) = b
+                        .get(i..)
+                        .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+                    else {
+                        return false; // unterminated: the decoder refuses it
+                    };
+                    i += k;
+                    if b[i] == b'\\' {
+                        i += 2;
+                    } else {
+                        i += 1;
+                        break;
+                    }
+                }
+                continue;
             }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
             b'{' | b'[' => {
                 depth += 1;
                 if depth > max {
@@ -242,6 +251,7 @@ fn exceeds_depth(t: &str, max: usize) -> bool {
             b'}' | b']' => depth = depth.saturating_sub(1),
             _ => {}
         }
+        i += 1;
     }
     false
 }
@@ -345,6 +355,10 @@ mod tests {
         assert_eq!(reason(ok.as_bytes()), None);
         let over = format!("{}{}", "[".repeat(33), "]".repeat(33));
         assert_eq!(reason(over.as_bytes()), Some(Reason::NotJson));
+        // Unterminated strings and a trailing backslash end the scan without a panic.
+        assert!(!exceeds_depth("\"abc\\", 1));
+        assert!(!exceeds_depth("[\"\\", 1));
+        assert!(exceeds_depth("[\"\\\\\"[[", 2));
         // Brackets inside strings do not count.
         let s = format!("{{\"a\": \"{}\\\"{}\"}}", "[".repeat(100), "{".repeat(100));
         assert_eq!(reason(s.as_bytes()), None);

@@ -10,7 +10,7 @@ use relata_core::{
 use crate::ClassifyInput;
 use crate::config::GateConfig;
 use crate::decode::{self, Json};
-use crate::normalize::{SourceIndex, key};
+use crate::normalize::{SourceIndex, collapse, lower};
 use crate::outcome::{
     AcceptedClaim, AcceptedEntity, AcceptedRelation, ClassifyRows, ExtractRows, Finding, Judgement,
     Rejection, RowOutcome, RowStatus,
@@ -240,10 +240,11 @@ pub(crate) fn judge_extract(
             let name = string(name, "name", bounds::NAME_MAX_CHARS)?;
             let ty = string(ty, "type", usize::MAX)?;
             let ty: EntityType = closed(ty, "type")?;
+            let n_name = collapse(name);
             row.check(Check::Degenerate, Reason::Degenerate, || {
-                degenerate(name, bounds::NAME_MIN_CHARS, 1).map(|d| format!("name: {d}"))
+                degenerate(&n_name, bounds::NAME_MIN_CHARS, 1).map(|d| format!("name: {d}"))
             })?;
-            let k = key(name);
+            let k = lower(&n_name);
             let dup_key = (k.clone(), ty);
             row.check(Check::NoDuplicate, Reason::Duplicate, || {
                 seen_entities
@@ -277,23 +278,28 @@ pub(crate) fn judge_extract(
             let statement = string(statement, "statement", bounds::STATEMENT_MAX_CHARS)?;
             let quote = string(quote, "quote", bounds::QUOTE_MAX_CHARS)?;
             let subject = string(subject, "subject", bounds::NAME_MAX_CHARS)?;
+            let (n_statement, n_quote, n_subject) =
+                (collapse(statement), collapse(quote), collapse(subject));
             row.check(Check::Degenerate, Reason::Degenerate, || {
                 degenerate(
-                    statement,
+                    &n_statement,
                     bounds::STATEMENT_MIN_CHARS,
                     bounds::STATEMENT_MIN_WORDS,
                 )
                 .map(|d| format!("statement: {d}"))
                 .or_else(|| {
-                    degenerate(quote, bounds::QUOTE_MIN_CHARS, bounds::QUOTE_MIN_WORDS)
+                    degenerate(&n_quote, bounds::QUOTE_MIN_CHARS, bounds::QUOTE_MIN_WORDS)
                         .map(|d| format!("quote: {d}"))
                 })
                 .or_else(|| {
-                    degenerate(subject, bounds::NAME_MIN_CHARS, 1).map(|d| format!("subject: {d}"))
+                    degenerate(&n_subject, bounds::NAME_MIN_CHARS, 1)
+                        .map(|d| format!("subject: {d}"))
                 })
             })?;
             // Structural (guarantee 5): always enabled, always rejecting.
-            let span = source_index.as_ref().and_then(|ix| ix.find(quote));
+            let span = source_index
+                .as_ref()
+                .and_then(|ix| ix.find_normalised(&n_quote));
             let Some((start, end)) = span else {
                 return fail(
                     Reason::QuoteNotFound,
@@ -305,7 +311,7 @@ pub(crate) fn judge_extract(
             };
             let mut subject_at = None;
             if row.enabled(Check::SubjectKnown) {
-                subject_at = by_name.get(&key(subject)).copied();
+                subject_at = by_name.get(&lower(&n_subject)).copied();
                 row.check(Check::SubjectKnown, Reason::UnknownSubject, || {
                     subject_at.is_none().then(|| {
                         format!(
@@ -315,7 +321,7 @@ pub(crate) fn judge_extract(
                     })
                 })?;
             }
-            let dup_key = (key(statement), start, end);
+            let dup_key = (lower(&n_statement), start, end);
             row.check(Check::NoDuplicate, Reason::Duplicate, || {
                 seen_claims
                     .contains(&dup_key)

@@ -22,12 +22,21 @@ pub fn collapse(s: &str) -> String {
 
 /// [`collapse`] then Unicode lowercase: the comparison key for entity names and subjects.
 pub fn key(s: &str) -> String {
-    let c = collapse(s);
-    if c.is_ascii() {
-        c.to_ascii_lowercase()
+    lower(&collapse(s))
+}
+
+/// Lowercase text that is already collapsed.
+pub(crate) fn lower(norm: &str) -> String {
+    if norm.is_ascii() {
+        norm.to_ascii_lowercase()
     } else {
-        c.to_lowercase()
+        norm.to_lowercase()
     }
+}
+
+/// The ASCII bytes `char::is_whitespace` accepts: tab, LF, VT, FF, CR, space.
+fn is_ascii_ws(b: u8) -> bool {
+    matches!(b, b'\t' | b'\n' | 0x0b | 0x0c | b'\r' | b' ')
 }
 
 /// A character before which NFC never reaches back: composition of the text before it
@@ -57,6 +66,28 @@ fn normalise_into(
     let mut pending_ws: Option<usize> = None;
     while i < bytes.len() {
         let b = bytes[i];
+        if b < 0x80 && is_ascii_ws(b) {
+            pending_ws.get_or_insert(i);
+            i += 1;
+            continue;
+        }
+        if b < 0x80 {
+            flush_ws(&mut pending_ws, i, out, &mut on_changed);
+            // Fast path: copy a run of ASCII non-whitespace at once. Its last character
+            // stays behind when a non-ASCII character follows, which could combine with it.
+            let mut k = i + 1;
+            while k < bytes.len() && bytes[k] < 0x80 && !is_ascii_ws(bytes[k]) {
+                k += 1;
+            }
+            if k < bytes.len() && bytes[k] >= 0x80 {
+                k -= 1;
+            }
+            if k > i {
+                out.push_str(&s[i..k]);
+                i = k;
+                continue;
+            }
+        }
         let c = if b < 0x80 {
             b as char
         } else {
@@ -74,19 +105,7 @@ fn normalise_into(
             i += c_len;
             continue;
         }
-        if let Some(ws_start) = pending_ws.take() {
-            let ns = out.len();
-            if ns > 0 {
-                out.push(' ');
-                // One byte of whitespace keeps every offset; anything longer shifts them.
-                if i - ws_start != 1 {
-                    on_changed(ns, ns + 1, ws_start, i);
-                }
-            } else {
-                // Leading whitespace is dropped: a zero-width segment.
-                on_changed(0, 0, ws_start, i);
-            }
-        }
+        flush_ws(&mut pending_ws, i, out, &mut on_changed);
         // The segment: this character plus every following character NFC could merge
         // into it (non-boundary, non-whitespace).
         let seg_start = i;
@@ -119,6 +138,34 @@ fn normalise_into(
     }
     // Trailing whitespace is trimmed.
 }
+
+/// End a pending whitespace run at `i`: one space, or nothing at the start of the text.
+#[inline]
+fn flush_ws(
+    pending_ws: &mut Option<usize>,
+    i: usize,
+    out: &mut String,
+    on_changed: &mut impl FnMut(usize, usize, usize, usize),
+) {
+    if let Some(ws_start) = pending_ws.take() {
+        let ns = out.len();
+        if ns > 0 {
+            out.push(' ');
+            // One byte of whitespace keeps every offset; anything longer shifts them.
+            if i - ws_start != 1 {
+                on_changed(ns, ns + 1, ws_start, i);
+            }
+        } else {
+            // Leading whitespace is dropped: a zero-width segment.
+            on_changed(0, 0, ws_start, i);
+        }
+    }
+}
+
+/// Bytes of a quote used to find candidate positions.
+const PREFIX: usize = 32;
+/// Failed candidates before the full searcher is built.
+const MAX_CANDIDATES: usize = 16;
 
 /// The normalised source text with a map back to original byte offsets.
 #[derive(Debug, Clone)]
@@ -172,16 +219,44 @@ impl<'s> SourceIndex<'s> {
 
     /// The first occurrence of `quote` (normalised) in the source, as original byte
     /// offsets; `None` when it is empty after normalisation or not present.
+    #[cfg(test)]
     pub(crate) fn find(&self, quote: &str) -> Option<(usize, usize)> {
-        let needle = collapse(quote);
+        self.find_normalised(&collapse(quote))
+    }
+
+    /// [`find`](Self::find) for a quote already passed through [`collapse`].
+    ///
+    /// Candidates are found by the needle's first [`PREFIX`] bytes (a cheap searcher to
+    /// build) and confirmed by comparing the rest. After [`MAX_CANDIDATES`] failed
+    /// candidates the search switches to a full two-way searcher, so a repetitive source
+    /// cannot make one quote cost more than linear time.
+    pub(crate) fn find_normalised(&self, needle: &str) -> Option<(usize, usize)> {
         if needle.is_empty() {
             return None;
         }
         let hay = self.norm.as_bytes();
-        let finder = memchr::memmem::Finder::new(needle.as_bytes());
+        let nb = needle.as_bytes();
+        let prefix = memchr::memmem::Finder::new(&nb[..nb.len().min(PREFIX)]);
+        let mut full: Option<memchr::memmem::Finder<'_>> = None;
+        let mut misses = 0;
         let mut from = 0;
-        while let Some(rel) = finder.find(&hay[from..]) {
+        loop {
+            let hit = match &full {
+                Some(f) => f.find(&hay[from..]),
+                None => prefix.find(&hay[from..]),
+            };
+            let Some(rel) = hit else {
+                return None;
+            };
             let ns = from + rel;
+            from = ns + 1;
+            if full.is_none() && !hay[ns..].starts_with(nb) {
+                misses += 1;
+                if misses >= MAX_CANDIDATES {
+                    full = Some(memchr::memmem::Finder::new(nb));
+                }
+                continue;
+            }
             let ne = ns + needle.len();
             if let (Some(os), Some(oe)) = (self.to_original(ns), self.to_original(ne))
                 && os < oe
@@ -192,9 +267,7 @@ impl<'s> SourceIndex<'s> {
                 return Some((os, oe));
             }
             // Starts or ends inside a composed character: keep looking.
-            from = ns + 1;
         }
-        None
     }
 
     #[cfg(test)]

@@ -1,6 +1,8 @@
 //! Text helpers of the semantic layer: bounded details, degenerate text, figures.
 
+#[cfg(test)]
 use crate::normalize::collapse;
+use crate::normalize::lower;
 
 /// Longest human detail attached to a rejection or finding, in characters.
 pub const MAX_DETAIL_CHARS: usize = 200;
@@ -71,23 +73,28 @@ const PLACEHOLDERS: &[&str] = &[
     "text here",
 ];
 
-/// Why `text` is degenerate, or `None`. `min_chars` counts characters and `min_words`
-/// counts whitespace-separated words holding at least one letter or digit, both after
-/// normalisation.
-pub(crate) fn degenerate(text: &str, min_chars: usize, min_words: usize) -> Option<String> {
-    let norm = collapse(text);
+/// Why `norm` (text already passed through [`collapse`]) is degenerate, or `None`.
+/// `min_chars` counts characters and `min_words` counts space-separated words holding at
+/// least one letter or digit.
+pub(crate) fn degenerate(norm: &str, min_chars: usize, min_words: usize) -> Option<String> {
     if norm.is_empty() {
         return Some("empty or only whitespace".to_owned());
     }
-    let lower = norm.to_lowercase();
-    let core = lower.trim_matches(|c: char| !c.is_alphanumeric());
+    let core = norm.trim_matches(|c: char| !c.is_alphanumeric());
     if core.is_empty() {
-        return Some(format!("no letters or digits: {}", excerpt(&norm, 20)));
+        return Some(format!("no letters or digits: {}", excerpt(norm, 20)));
     }
-    if PLACEHOLDERS.contains(&core) || core.starts_with("lorem ipsum") {
-        return Some(format!("a placeholder: {}", excerpt(&norm, 30)));
+    // Placeholders are short: only short text needs lowercasing for the comparison.
+    let placeholder = (core.len() <= 32 && PLACEHOLDERS.contains(&lower(core).as_str()))
+        || core
+            .chars()
+            .take(11)
+            .flat_map(char::to_lowercase)
+            .eq("lorem ipsum".chars());
+    if placeholder {
+        return Some(format!("a placeholder: {}", excerpt(norm, 30)));
     }
-    let chars = norm.chars().count();
+    let chars = norm.chars().take(min_chars).count();
     if chars < min_chars {
         return Some(format!(
             "too short: {chars} characters, the minimum is {min_chars}"
@@ -96,6 +103,7 @@ pub(crate) fn degenerate(text: &str, min_chars: usize, min_words: usize) -> Opti
     let words = norm
         .split(' ')
         .filter(|w| w.chars().any(char::is_alphanumeric))
+        .take(min_words)
         .count();
     if words < min_words {
         return Some(format!(
@@ -189,7 +197,7 @@ mod tests {
             "null",
             "Lorem ipsum dolor",
         ] {
-            assert!(degenerate(t, 2, 1).is_some(), "{t:?}");
+            assert!(degenerate(&collapse(t), 2, 1).is_some(), "{t:?}");
         }
         assert!(degenerate("X", 2, 1).is_some());
         assert!(degenerate("EU", 2, 1).is_none());
