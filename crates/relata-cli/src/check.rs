@@ -1,11 +1,147 @@
-//! `relata check`.
+//! `relata check`: the validation gate from the command line, for people debugging a
+//! prompt.
+//!
+//! stdout: one JSON object, the gate's [`Report`](relata_validate::Report). stderr: one
+//! human line per rejection or warning, with its detail. Exit 0 accepted, 3 partial,
+//! 4 rejected, 2 usage error (unreadable file, bad input JSON).
 
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-#[derive(Debug, clap::Args)]
-pub struct CheckArgs {}
+use anyhow::{Context, bail};
+use relata_core::{Handle, Task};
+use relata_validate::{
+    ClassifyInput, GateConfig, Report, RowStatus, Verdict, judge_classify, judge_extract,
+};
 
-pub fn run(_args: CheckArgs) -> ExitCode {
-    eprintln!("relata check: not implemented yet");
-    ExitCode::from(2)
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Which contract the response answers: extract or classify.
+    #[arg(long)]
+    task: Task,
+    /// What the model was shown. extract: {"text": "..."}; classify:
+    /// {"claims": {"C1": "statement", ...}, "pairs": [["C1", "C2"], ...]}.
+    #[arg(long, value_name = "INPUT.json")]
+    input: PathBuf,
+    /// The raw model content, byte for byte (may be anything, including invalid UTF-8).
+    #[arg(long, value_name = "RESPONSE_FILE")]
+    response: PathBuf,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ExtractInput {
+    text: String,
+}
+
+#[derive(Debug, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ClassifyFile {
+    claims: BTreeMap<String, String>,
+    pairs: Vec<(String, String)>,
+}
+
+pub fn run(args: CheckArgs) -> ExitCode {
+    match check(&args) {
+        Ok(report) => {
+            let code = match report.verdict {
+                Verdict::Accepted => 0,
+                Verdict::Partial => 3,
+                Verdict::Rejected => 4,
+            };
+            ExitCode::from(code)
+        }
+        Err(e) => {
+            eprintln!("relata check: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn read(path: &Path, what: &str) -> anyhow::Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("cannot read {what} {}", path.display()))
+}
+
+fn classify_input(file: ClassifyFile) -> anyhow::Result<ClassifyInput> {
+    let mut input = ClassifyInput::default();
+    for h in file.claims.keys() {
+        input.handles.insert(Handle::parse(h)?);
+    }
+    for (a, b) in &file.pairs {
+        let pair = (Handle::parse(a)?, Handle::parse(b)?);
+        for h in [pair.0, pair.1] {
+            if !input.handles.contains(&h) {
+                bail!("pair ({a}, {b}) names {h}, which is not among the claims");
+            }
+        }
+        input.pairs.insert(pair);
+    }
+    Ok(input)
+}
+
+fn check(args: &CheckArgs) -> anyhow::Result<Report> {
+    let input = read(&args.input, "input")?;
+    let raw = read(&args.response, "response file")?;
+    let config = GateConfig::default();
+    let bad_input = || {
+        format!(
+            "input {} is not a valid {} input",
+            args.input.display(),
+            args.task
+        )
+    };
+    let (report, details) = match args.task {
+        Task::Extract => {
+            let input: ExtractInput = serde_json::from_slice(&input).with_context(bad_input)?;
+            let j = judge_extract(&config, &input.text, &raw);
+            (j.report(), details(j.rows(), j.response_rejection()))
+        }
+        Task::Classify => {
+            let file: ClassifyFile = serde_json::from_slice(&input).with_context(bad_input)?;
+            let input = classify_input(file).with_context(bad_input)?;
+            let j = judge_classify(&config, &input, &raw);
+            (j.report(), details(j.rows(), j.response_rejection()))
+        }
+    };
+    let json = serde_json::to_string(&report).context("cannot serialise the report")?;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{json}").context("cannot write to stdout")?;
+    let mut err = std::io::stderr().lock();
+    for line in details {
+        // Best effort: a closed stderr must not change the verdict.
+        let _ = writeln!(err, "{line}");
+    }
+    Ok(report)
+}
+
+/// One human line per rejection and per warning.
+fn details(
+    rows: &[relata_validate::RowOutcome],
+    whole: Option<&relata_validate::Rejection>,
+) -> Vec<String> {
+    if let Some(r) = whole {
+        return vec![format!("response rejected: {}: {}", r.reason, r.detail)];
+    }
+    let mut lines = Vec::new();
+    for row in rows {
+        if row.status == RowStatus::Rejected {
+            lines.push(format!(
+                "{} {} rejected: {}: {}",
+                row.kind,
+                row.index,
+                row.reason.map(|r| r.as_str()).unwrap_or("?"),
+                row.detail.as_deref().unwrap_or("")
+            ));
+        }
+        for w in &row.warnings {
+            let reason = w.reason.map(|r| format!(" ({r})")).unwrap_or_default();
+            lines.push(format!(
+                "{} {} warning: {}{reason}: {}",
+                row.kind, row.index, w.warning, w.detail
+            ));
+        }
+    }
+    lines
 }

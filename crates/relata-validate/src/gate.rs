@@ -269,7 +269,8 @@ pub(crate) fn judge_extract(
     }
 
     let source_index = (!claims.is_empty()).then(|| SourceIndex::new(source));
-    let mut seen_claims: HashSet<(String, usize, usize)> = HashSet::new();
+    // Quote span -> normalised lowercased statements accepted with it.
+    let mut seen_claims: HashMap<(usize, usize), Vec<String>> = HashMap::new();
     for (index, v) in claims.iter().enumerate() {
         let mut row = Row::new(config);
         let result = (|| {
@@ -321,10 +322,11 @@ pub(crate) fn judge_extract(
                     })
                 })?;
             }
-            let dup_key = (lower(&n_statement), start, end);
+            let dup_key = ((start, end), lower(&n_statement));
             row.check(Check::NoDuplicate, Reason::Duplicate, || {
                 seen_claims
-                    .contains(&dup_key)
+                    .get(&dup_key.0)
+                    .is_some_and(|v| v.contains(&dup_key.1))
                     .then(|| "repeats an earlier claim (same statement and quote)".to_owned())
             })?;
             let setting = config.setting(Check::FigureInQuote);
@@ -346,7 +348,7 @@ pub(crate) fn judge_extract(
         })();
         let span = result.as_ref().ok().map(|r| (r.2, r.3));
         let result = result.map(|(statement, subject, start, end, subject_at, dup_key)| {
-            seen_claims.insert(dup_key);
+            seen_claims.entry(dup_key.0).or_default().push(dup_key.1);
             let (subject, subject_entity_index) = match subject_at {
                 Some(at) => {
                     let e = &accepted.entities[at];

@@ -60,6 +60,10 @@ fn normalise_into(
     out: &mut String,
     mut on_changed: impl FnMut(usize, usize, usize, usize),
 ) {
+    if s.is_ascii() && out.is_empty() {
+        normalise_ascii(s, out, on_changed);
+        return;
+    }
     let bytes = s.as_bytes();
     let mut i = 0;
     // Start of a pending whitespace run in the original.
@@ -75,8 +79,18 @@ fn normalise_into(
             flush_ws(&mut pending_ws, i, out, &mut on_changed);
             // Fast path: copy a run of ASCII non-whitespace at once. Its last character
             // stays behind when a non-ASCII character follows, which could combine with it.
+            // A single space between two such characters is already normal: copy it too.
             let mut k = i + 1;
-            while k < bytes.len() && bytes[k] < 0x80 && !is_ascii_ws(bytes[k]) {
+            while k < bytes.len() {
+                let c = bytes[k];
+                let plain = c < 0x80 && !is_ascii_ws(c);
+                let lone_space = c == b' '
+                    && bytes
+                        .get(k + 1)
+                        .is_some_and(|&d| d < 0x80 && !is_ascii_ws(d));
+                if !(plain || lone_space) {
+                    break;
+                }
                 k += 1;
             }
             if k < bytes.len() && bytes[k] >= 0x80 {
@@ -137,6 +151,42 @@ fn normalise_into(
         i = j;
     }
     // Trailing whitespace is trimmed.
+}
+
+/// [`normalise_into`] for ASCII text, which NFC leaves alone: only whitespace changes.
+/// One tight loop over the bytes (most text is ASCII; this is the gate's hot path).
+fn normalise_ascii(
+    s: &str,
+    out: &mut String,
+    mut on_changed: impl FnMut(usize, usize, usize, usize),
+) {
+    let b = s.as_bytes();
+    let mut buf = vec![0u8; b.len()];
+    let mut w = 0;
+    let mut ws_start: Option<usize> = None;
+    for (i, &c) in b.iter().enumerate() {
+        if is_ascii_ws(c) {
+            ws_start.get_or_insert(i);
+            continue;
+        }
+        if let Some(ws) = ws_start.take() {
+            if w > 0 {
+                buf[w] = b' ';
+                if i - ws != 1 {
+                    on_changed(w, w + 1, ws, i);
+                }
+                w += 1;
+            } else {
+                on_changed(0, 0, ws, i);
+            }
+        }
+        buf[w] = c;
+        w += 1;
+    }
+    buf.truncate(w);
+    // ASCII in, ASCII out: the conversion cannot fail; an empty result if it somehow did
+    // would only make a quote unfindable, never accept one.
+    *out = String::from_utf8(buf).unwrap_or_default();
 }
 
 /// End a pending whitespace run at `i`: one space, or nothing at the start of the text.
@@ -245,10 +295,7 @@ impl<'s> SourceIndex<'s> {
                 Some(f) => f.find(&hay[from..]),
                 None => prefix.find(&hay[from..]),
             };
-            let Some(rel) = hit else {
-                return None;
-            };
-            let ns = from + rel;
+            let ns = from + hit?;
             from = ns + 1;
             if full.is_none() && !hay[ns..].starts_with(nb) {
                 misses += 1;

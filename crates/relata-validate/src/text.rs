@@ -151,6 +151,9 @@ pub(crate) fn figures(s: &str) -> Vec<String> {
 /// The statement's figures that its quote does not contain, or `None` when every figure
 /// is supported.
 pub(crate) fn figures_not_in(statement: &str, quote: &str) -> Option<String> {
+    if !statement.bytes().any(|b| b.is_ascii_digit()) {
+        return None;
+    }
     let have = figures(quote);
     let missing: Vec<String> = figures(statement)
         .into_iter()
