@@ -6,13 +6,20 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod check;
+mod config;
+mod pipeline;
 mod probe;
+
+use std::path::PathBuf;
 
 /// relata turns a corpus into entities, claims and relations by asking a language model
 /// for structured data — and never trusting what the model says.
 #[derive(Debug, Parser)]
 #[command(name = "relata", version, about, long_about = None)]
 struct Cli {
+    /// A TOML configuration file; `RELATA_*` environment variables override it.
+    #[arg(long, global = true, env = "RELATA_CONFIG")]
+    config: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -25,6 +32,31 @@ enum Command {
     /// Model endpoint commands.
     #[command(subcommand)]
     Model(ModelCommand),
+    /// Create the database if it is missing and apply the schema migrations.
+    Migrate,
+    /// Read a corpus (a directory, a JSONL file or JSONL on stdin), store new and changed
+    /// documents, and publish one extract job per chunk that has none for the current task
+    /// version. Safe to re-run: an unchanged corpus publishes nothing. Exit 1 when some
+    /// input was bad (it is named on stderr; the rest is ingested).
+    Ingest(pipeline::IngestArgs),
+    /// Work a queue: extract (entities and claims from chunks) or classify (relations
+    /// between claim pairs). Serves /metrics, /healthz and /readyz. SIGTERM or Ctrl-C
+    /// stops consuming and lets in-flight jobs finish.
+    Worker(pipeline::WorkerArgs),
+    /// Queue depths, jobs by state, dead letters and the invalid-output rate of the last
+    /// 24 hours.
+    Status {
+        /// Print JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write documents, entities, claims and relations as JSONL (one record per line, with
+    /// a `kind` field) to stdout.
+    Export {
+        /// Include rows of superseded document revisions.
+        #[arg(long)]
+        all_versions: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -37,7 +69,50 @@ enum ModelCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Check(args) => check::run(args),
-        Command::Model(ModelCommand::Probe(args)) => probe::run(args),
+        Command::Check(args) => return check::run(args),
+        Command::Model(ModelCommand::Probe(args)) => return probe::run(args),
+        _ => {}
+    }
+    init_tracing();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<u8> {
+    let config = config::Config::load(cli.config.as_deref())?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async move {
+        match cli.command {
+            Command::Migrate => pipeline::migrate(&config).await.map(|()| 0),
+            Command::Ingest(args) => pipeline::ingest_cmd(&config, args).await,
+            Command::Worker(args) => pipeline::worker(&config, args).await.map(|()| 0),
+            Command::Status { json } => pipeline::status(&config, json).await.map(|()| 0),
+            Command::Export { all_versions } => {
+                pipeline::export(&config, all_versions).await.map(|()| 0)
+            }
+            Command::Check(_) | Command::Model(_) => Ok(0),
+        }
+    })
+}
+
+/// Logs go to stderr (stdout is for command output such as `export`). `RELATA_LOG` sets
+/// the filter (default `info`); `RELATA_LOG_FORMAT=json` gives one JSON object per line.
+fn init_tracing() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_env("RELATA_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
+    if std::env::var("RELATA_LOG_FORMAT").is_ok_and(|v| v == "json") {
+        builder.json().init();
+    } else {
+        builder.init();
     }
 }

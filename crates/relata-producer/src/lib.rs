@@ -68,6 +68,8 @@
 
 pub mod chunk;
 pub mod corpus;
+pub mod dispatch;
+pub mod ingest;
 
 pub use chunk::{ChunkSpan, DEFAULT_MAX_CHUNK_BYTES, chunk};
 pub use corpus::{CorpusError, CorpusErrorKind, CorpusReader, Location, SourceDocument};

@@ -106,6 +106,43 @@ impl Store {
         Ok(Store { pool })
     }
 
+    /// Create the database named in `url` if it does not exist, connecting to the
+    /// server's `postgres` database to do so. Returns whether it was created. For
+    /// `relata migrate` on a fresh server; the name is quoted as an identifier.
+    pub async fn create_database_if_missing(url: &str) -> Result<bool> {
+        use sqlx::ConnectOptions;
+        let target: PgConnectOptions = url.parse()?;
+        let Some(name) = target.get_database().map(str::to_owned) else {
+            return Ok(false);
+        };
+        let mut admin = target.clone().database("postgres").connect().await?;
+        let exists: bool =
+            sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+                .bind(&name)
+                .fetch_one(&mut admin)
+                .await?;
+        if exists {
+            return Ok(false);
+        }
+        let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+        sqlx::query(sqlx::AssertSqlSafe(format!("CREATE DATABASE {quoted}")))
+            .execute(&mut admin)
+            .await?;
+        Ok(true)
+    }
+
+    /// Drop a database, disconnecting its sessions. For test teardown only: relata itself
+    /// never drops anything.
+    pub async fn drop_database_for_tests(&self, name: &str) -> Result<()> {
+        let quoted = format!("\"{}\"", name.replace('"', "\"\""));
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "DROP DATABASE IF EXISTS {quoted} WITH (FORCE)"
+        )))
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
     /// Wrap an existing pool.
     pub fn from_pool(pool: PgPool) -> Store {
         Store { pool }

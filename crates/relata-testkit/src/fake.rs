@@ -159,8 +159,20 @@ pub struct FakeOptions {
     /// Emulate llama-cpp-python: answer HTTP 500 to any request whose
     /// `response_format.type` is `json_schema` (without consuming the script).
     pub reject_json_schema_dialect: bool,
-    /// What to do once the scripted queue is empty.
+    /// Once the scripted queue is empty: the first route whose needle occurs in the
+    /// request body answers (routes are not consumed). Lets a pipeline test answer each
+    /// document with a response grounded in that document, whatever order jobs run in.
+    pub routes: Vec<Route>,
+    /// What to do once the scripted queue is empty and no route matches.
     pub default: Behaviour,
+}
+
+/// A standing answer for requests whose body contains `needle`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Route {
+    pub needle: String,
+    pub behaviour: Behaviour,
 }
 
 impl Default for FakeOptions {
@@ -168,6 +180,7 @@ impl Default for FakeOptions {
         FakeOptions {
             models: vec!["fake-model".to_owned()],
             reject_json_schema_dialect: false,
+            routes: Vec::new(),
             default: Behaviour::completion(r#"{"entities":[],"claims":[]}"#),
         }
     }
@@ -493,9 +506,16 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             return;
         }
     }
-    let behaviour = lock(&shared.queue)
-        .pop_front()
-        .unwrap_or_else(|| shared.options.default.clone());
+    let scripted = lock(&shared.queue).pop_front();
+    let behaviour = scripted.unwrap_or_else(|| {
+        let body = String::from_utf8_lossy(&request.body);
+        shared
+            .options
+            .routes
+            .iter()
+            .find(|r| body.contains(&r.needle))
+            .map_or_else(|| shared.options.default.clone(), |r| r.behaviour.clone())
+    });
     act(stream, behaviour).await;
 }
 

@@ -19,4 +19,4 @@
 
 mod fake;
 
-pub use fake::{Behaviour, FakeModelServer, FakeOptions, RecordedRequest, Script};
+pub use fake::{Behaviour, FakeModelServer, FakeOptions, RecordedRequest, Route, Script};

@@ -1,1 +1,51 @@
-//! relata-worker
+//! relata's job runtime, shared by the extractor and the classifier.
+//!
+//! For each delivery, in this order and no other:
+//!
+//! 1. decode the message (undecodable → dead-letter `poison`, never requeued: a message
+//!    that cannot be read will not become readable);
+//! 2. look the job up in the ledger — unknown → `missing_input`; already terminal → ack
+//!    with no model call (guarantee 8); another task version → `version_mismatch`;
+//! 3. ask the model; the adapter has already retried transport failures in-process, so a
+//!    transport error here goes back through the broker's delayed-retry tiers and, when
+//!    those are spent, is dead-lettered `transport_exhausted`; a permanent provider error
+//!    is dead-lettered at once; an invalid envelope is recorded and the job completes;
+//! 4. judge the content with the gate, row by row;
+//! 5. commit the call record, accepted rows, rejections and job state in one transaction,
+//!    retrying the *commit* (never the model call) while the store is unavailable, and
+//!    requeueing the delivery if it stays unavailable;
+//! 6. only then settle the delivery.
+//!
+//! Invalid output is counted after its commit, so one rejection moves
+//! `relata_model_invalid_output_total` exactly once even when the commit had to be
+//! retried.
+
+mod http;
+mod metrics;
+mod run;
+
+pub use http::{Readiness, router, serve};
+pub use metrics::{
+    ChecksConfigured, JobDeadLettered, JobFinished, JobMetrics, JobRetryScheduled, RowsCommitted,
+};
+pub use run::{RunSummary, Worker, WorkerError, WorkerSettings};
+
+relata_core::closed_enum! {
+    /// How one delivery of a job ended (the `outcome` label of `relata_jobs_total`).
+    pub enum JobOutcome: "job outcome" {
+        /// Every row accepted (or a valid response with no rows).
+        Accepted = "accepted",
+        /// Some rows accepted, some rejected.
+        Partial = "partial",
+        /// The response, or every row of it, was rejected; recorded, not retried.
+        Invalid = "invalid",
+        /// Redelivered after its outcome was committed: acked without a model call.
+        AlreadyDone = "already_done",
+        /// Transport failures: sent back through a delayed-retry queue.
+        Retried = "retried",
+        /// Dead-lettered.
+        Dead = "dead",
+        /// The store stayed unavailable: the delivery was requeued.
+        Requeued = "requeued",
+    }
+}

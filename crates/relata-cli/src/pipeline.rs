@@ -1,0 +1,296 @@
+//! The pipeline commands: migrate, ingest, worker, status, export.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use futures::StreamExt;
+use indicatif::{ProgressBar, ProgressStyle};
+use prometheus_client::registry::Registry;
+use relata_core::{EXTRACT_V1, Task, TaskVersion};
+use relata_model::{EXTRACT_PROMPT_VERSION, ModelClient, ModelMetrics};
+use relata_producer::corpus::{CorpusReader, DirOptions, JsonlOptions};
+use relata_producer::ingest::{IngestOptions, ingest};
+use relata_queue::{Broker, redact_url};
+use relata_store::Store;
+use relata_worker::{ChecksConfigured, JobMetrics, Readiness, Worker};
+
+use crate::config::Config;
+
+async fn store(config: &Config) -> Result<Store> {
+    Store::connect(&config.database_url).await.with_context(|| {
+        format!(
+            "cannot connect to PostgreSQL at {}",
+            redact_url(&config.database_url)
+        )
+    })
+}
+
+async fn broker(config: &Config) -> Result<Broker> {
+    Broker::connect(config.broker()).await.with_context(|| {
+        format!(
+            "cannot connect to RabbitMQ at {}",
+            redact_url(&config.amqp_url)
+        )
+    })
+}
+
+/// `relata migrate`.
+pub async fn migrate(config: &Config) -> Result<()> {
+    if Store::create_database_if_missing(&config.database_url)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot reach PostgreSQL at {}",
+                redact_url(&config.database_url)
+            )
+        })?
+    {
+        eprintln!("created database {}", redact_url(&config.database_url));
+    }
+    let store = store(config).await?;
+    store.migrate().await.context("applying migrations")?;
+    eprintln!("migrations applied");
+    Ok(())
+}
+
+#[derive(Debug, clap::Args)]
+pub struct IngestArgs {
+    /// A directory of .txt / .md files (recursively).
+    #[arg(conflicts_with_all = ["jsonl", "stdin"])]
+    pub dir: Option<PathBuf>,
+    /// A JSONL file, one document per line.
+    #[arg(long)]
+    pub jsonl: Option<PathBuf>,
+    /// Read JSONL from standard input.
+    #[arg(long, conflicts_with = "jsonl")]
+    pub stdin: bool,
+    /// The corpus name; documents are keyed by (source, id).
+    #[arg(long)]
+    pub source: String,
+    /// JSONL: the field holding the document id.
+    #[arg(long, default_value = "id")]
+    pub id_field: String,
+    /// JSONL: the field holding the text.
+    #[arg(long, default_value = "text")]
+    pub text_field: String,
+    /// JSONL: the field holding the title (optional).
+    #[arg(long)]
+    pub title_field: Option<String>,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `relata ingest`. Exit code 0 when every item was ingested, 1 when some input was bad
+/// (the rest was ingested), an error when the run could not proceed.
+pub async fn ingest_cmd(config: &Config, args: IngestArgs) -> Result<u8> {
+    let reader = if let Some(dir) = &args.dir {
+        CorpusReader::dir(dir, DirOptions::default())?
+    } else if let Some(path) = &args.jsonl {
+        CorpusReader::jsonl_file(path, jsonl_options(&args))?
+    } else if args.stdin {
+        CorpusReader::stdin(jsonl_options(&args))
+    } else {
+        bail!("give a directory, --jsonl FILE or --stdin");
+    };
+    let version = TaskVersion::new(&EXTRACT_V1, EXTRACT_PROMPT_VERSION, &config.model_name()?);
+    let store = store(config).await?;
+    let broker = broker(config).await?;
+    let progress = if std::io::stderr().is_terminal() {
+        let p = ProgressBar::new_spinner();
+        p.set_style(
+            ProgressStyle::with_template("{spinner} {pos} documents ({per_sec}) {elapsed}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        );
+        p.enable_steady_tick(Duration::from_millis(200));
+        p
+    } else {
+        ProgressBar::hidden()
+    };
+    let label = args.jsonl.as_ref().map(|p| p.display().to_string());
+    let options = IngestOptions {
+        source: args.source.clone(),
+        max_chunk_bytes: config.ingest.max_chunk_bytes,
+        version,
+    };
+    let summary = ingest(&store, &broker, reader, &options, &progress, |e| {
+        let at = label
+            .as_deref()
+            .map(|l| format!("{l}: "))
+            .unwrap_or_default();
+        progress.suspend(|| eprintln!("bad input: {at}{e}"));
+    })
+    .await?;
+    progress.finish_and_clear();
+    broker.close().await;
+    if args.json {
+        println!("{}", serde_json::to_string(&summary)?);
+    } else {
+        eprintln!(
+            "ingested: {} new, {} changed, {} unchanged, {} bad input, {} skipped files; {} chunks; {} jobs published",
+            summary.new,
+            summary.changed,
+            summary.unchanged,
+            summary.bad_input,
+            summary.skipped,
+            summary.chunks,
+            summary.jobs_published
+        );
+    }
+    Ok(if summary.bad_input > 0 { 1 } else { 0 })
+}
+
+fn jsonl_options(args: &IngestArgs) -> JsonlOptions {
+    let mut o = JsonlOptions::new(args.id_field.clone(), args.text_field.clone());
+    if let Some(t) = &args.title_field {
+        o = o.with_title_field(t.clone());
+    }
+    o
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WorkerArgs {
+    /// Which queue to work: extract or classify.
+    pub task: Task,
+    /// Jobs in flight at once (also the broker prefetch).
+    #[arg(long)]
+    pub concurrency: Option<u16>,
+    /// Exit 0 once no job has arrived for this many seconds (for batch runs).
+    #[arg(long)]
+    pub exit_when_idle: Option<u64>,
+}
+
+/// `relata worker`.
+pub async fn worker(config: &Config, args: WorkerArgs) -> Result<()> {
+    let mut settings = config.worker(args.task)?;
+    if let Some(c) = args.concurrency {
+        if c == 0 {
+            bail!("--concurrency must be at least 1");
+        }
+        settings.concurrency = c;
+    }
+    settings.exit_when_idle = args.exit_when_idle.map(Duration::from_secs);
+    let model_config = config.model()?;
+    let gate = config.gate()?;
+    let addr = config.metrics_addr()?;
+
+    let mut registry = Registry::default();
+    let model_metrics = ModelMetrics::register(&mut registry);
+    let job_metrics = JobMetrics::register(&mut registry);
+    ChecksConfigured(&gate).emit(&job_metrics);
+    let model = ModelClient::new(model_config, model_metrics).context("model client")?;
+    let readiness = Readiness::default();
+    let (bound, server) = relata_worker::serve(addr, Arc::new(registry), readiness.clone())
+        .await
+        .with_context(|| format!("cannot listen on {addr} for /metrics"))?;
+    tracing::info!(%bound, "serving /metrics, /healthz, /readyz");
+
+    let store = store(config).await?;
+    let broker = broker(config).await?;
+    let worker = Arc::new(Worker::new(
+        settings,
+        store,
+        broker,
+        model,
+        gate,
+        job_metrics,
+        readiness,
+    ));
+    let summary = worker.run(shutdown_signal()).await?;
+    server.abort();
+    tracing::info!(?summary, "worker stopped");
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = match signal(SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => return std::future::pending().await,
+        };
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = tokio::signal::ctrl_c() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// `relata status`.
+pub async fn status(config: &Config, json: bool) -> Result<()> {
+    let store = store(config).await?;
+    let status = store.status().await?;
+    let depths = match broker(config).await {
+        Ok(b) => {
+            let d = b.queue_depths().await.ok();
+            b.close().await;
+            d
+        }
+        Err(e) => {
+            eprintln!("warning: queue depths unavailable: {e:#}");
+            None
+        }
+    };
+    if json {
+        let queues: Vec<_> = depths
+            .iter()
+            .flatten()
+            .map(|q| serde_json::json!({"queue": q.name, "messages": q.messages, "consumers": q.consumers}))
+            .collect();
+        let out = serde_json::json!({"store": status, "queues": queues});
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    println!("queues:");
+    match &depths {
+        Some(d) => {
+            for q in d {
+                let n = q.messages.map_or("missing".to_string(), |m| m.to_string());
+                let c = q
+                    .consumers
+                    .map_or(String::new(), |c| format!(" ({c} consumers)"));
+                println!("  {:<40} {n}{c}", q.name);
+            }
+        }
+        None => println!("  (broker unavailable)"),
+    }
+    println!("jobs:");
+    for j in &status.jobs {
+        println!("  {:<9} {:<8} {}", j.task, j.state, j.count);
+    }
+    if !status.dead_letters.is_empty() {
+        println!("dead letters:");
+        for d in &status.dead_letters {
+            println!("  {:<9} {:<20} {}", d.task, d.reason, d.count);
+        }
+    }
+    println!("unpublished jobs: {}", status.unpublished);
+    println!("warnings awaiting review: {}", status.review_queue);
+    println!(
+        "invalid output, last 24 h: {}",
+        serde_json::to_string(&status.invalid_last_24h)?
+    );
+    Ok(())
+}
+
+/// `relata export`: JSONL on stdout.
+pub async fn export(config: &Config, all_versions: bool) -> Result<()> {
+    let store = store(config).await?;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    let mut records = std::pin::pin!(store.export(all_versions));
+    while let Some(record) = records.next().await {
+        serde_json::to_writer(&mut out, &record?)?;
+        out.write_all(b"\n")?;
+    }
+    out.flush()?;
+    Ok(())
+}

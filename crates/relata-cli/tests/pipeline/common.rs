@@ -1,0 +1,337 @@
+//! The harness: a fresh database and queue prefix per test, `relata` processes with the
+//! environment pointing at them, and ways to wait for the ledger.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use relata_core::Task;
+use relata_queue::{Broker, BrokerConfig, TopologyConfig};
+use relata_store::Store;
+use relata_testkit::Route;
+use relata_testkit::{Behaviour, FakeModelServer, FakeOptions};
+
+pub const ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
+pub const AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
+
+fn unique(prefix: &str) -> String {
+    let n: u64 = rand::random();
+    format!("{prefix}{:012x}", n & 0xffff_ffff_ffff)
+}
+
+fn admin_url() -> String {
+    std::env::var("RELATA_TEST_DATABASE_URL").unwrap_or_else(|_| ADMIN_URL.to_owned())
+}
+
+fn amqp_url() -> String {
+    std::env::var("RELATA_TEST_AMQP_URL").unwrap_or_else(|_| AMQP_URL.to_owned())
+}
+
+/// One test's world.
+pub struct Env {
+    pub db_name: String,
+    pub database_url: String,
+    pub prefix: String,
+    pub fake: FakeModelServer,
+    pub dir: PathBuf,
+    extra: Vec<(String, String)>,
+}
+
+impl Env {
+    pub async fn new(options: FakeOptions, queue: Vec<Behaviour>) -> Env {
+        let db_name = unique("relata_e2e_");
+        let base = admin_url();
+        let database_url = match base.rsplit_once('/') {
+            Some((server, _)) => format!("{server}/{db_name}"),
+            None => panic!("RELATA_TEST_DATABASE_URL has no database part"),
+        };
+        let prefix = unique("e2e");
+        let fake = FakeModelServer::start_with(options, queue, 0)
+            .await
+            .expect("fake model server");
+        let dir = std::env::temp_dir().join(unique("relata-e2e-"));
+        std::fs::create_dir_all(&dir).unwrap();
+        let env = Env {
+            db_name,
+            database_url,
+            prefix,
+            fake,
+            dir,
+            extra: Vec::new(),
+        };
+        let out = env.relata(&["migrate"]);
+        assert!(
+            out.status.success(),
+            "migrate failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        env
+    }
+
+    pub fn set(&mut self, name: &str, value: &str) {
+        self.extra.push((name.to_owned(), value.to_owned()));
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_relata"));
+        cmd.args(args)
+            .env_remove("RELATA_CONFIG")
+            .env("RELATA_DATABASE_URL", &self.database_url)
+            .env("RELATA_AMQP_URL", amqp_url())
+            .env("RELATA_QUEUE_PREFIX", &self.prefix)
+            .env("RELATA_MODEL_URL", self.fake.base_url())
+            .env("RELATA_MODEL_NAME", "fake-model")
+            .env("RELATA_MODEL_DIALECT", "json_schema")
+            .env("RELATA_MODEL_RETRY_BASE_DELAY_MS", "20")
+            .env("RELATA_MODEL_RETRY_MAX_DELAY_MS", "100")
+            .env("RELATA_MODEL_REQUEST_TIMEOUT_MS", "10000")
+            .env("RELATA_RETRY_DELAYS_MS", "300,600")
+            .env("RELATA_LOG", "info");
+        for (k, v) in &self.extra {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    pub fn relata(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("run relata")
+    }
+
+    /// A worker process serving metrics on a free port.
+    pub fn spawn_worker(&self, task: Task) -> Worker {
+        let port = free_port();
+        let log = self.dir.join(format!("worker-{task}-{port}.log"));
+        let child = self
+            .command(&["worker", task.as_str(), "--concurrency", "2"])
+            .env("RELATA_METRICS_ADDR", format!("127.0.0.1:{port}"))
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .expect("spawn worker");
+        Worker {
+            child: Some(child),
+            port,
+            log,
+        }
+    }
+
+    pub fn write_doc(&self, name: &str, text: &str) -> PathBuf {
+        let corpus = self.dir.join("corpus");
+        std::fs::create_dir_all(&corpus).unwrap();
+        let path = corpus.join(name);
+        std::fs::write(&path, text).unwrap();
+        corpus
+    }
+
+    pub async fn store(&self) -> Store {
+        Store::connect(&self.database_url).await.expect("store")
+    }
+
+    /// Wait until the ledger holds `n` terminal jobs of `task` and none queued.
+    pub async fn wait_for_jobs(
+        &self,
+        task: Task,
+        n: i64,
+        within: Duration,
+    ) -> BTreeMap<String, i64> {
+        let store = self.store().await;
+        let deadline = Instant::now() + within;
+        loop {
+            let status = store.status().await.expect("status");
+            let mut by_state = BTreeMap::new();
+            for j in status.jobs.iter().filter(|j| j.task == task.as_str()) {
+                *by_state.entry(j.state.clone()).or_insert(0) += j.count;
+            }
+            let queued = by_state.get("queued").copied().unwrap_or(0);
+            let terminal: i64 = by_state
+                .iter()
+                .filter(|(s, _)| *s != "queued")
+                .map(|(_, c)| c)
+                .sum();
+            if queued == 0 && terminal >= n {
+                return by_state;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "timed out waiting for {n} {task} jobs: {by_state:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
+    pub fn export(&self) -> Vec<serde_json::Value> {
+        let out = self.relata(&["export"]);
+        assert!(
+            out.status.success(),
+            "export failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("export line is JSON"))
+            .collect()
+    }
+
+    /// Model requests whose body contains `needle`.
+    pub fn requests_mentioning(&self, needle: &str) -> usize {
+        self.fake
+            .chat_requests()
+            .iter()
+            .filter(|r| String::from_utf8_lossy(&r.body).contains(needle))
+            .count()
+    }
+
+    pub async fn broker(&self) -> Broker {
+        let topology = TopologyConfig {
+            prefix: self.prefix.clone(),
+            retry_delays_ms: vec![300, 600],
+            ..TopologyConfig::default()
+        };
+        Broker::connect(BrokerConfig {
+            topology,
+            ..BrokerConfig::new(amqp_url())
+        })
+        .await
+        .expect("broker")
+    }
+
+    pub async fn teardown(self) {
+        if let Ok(b) = Broker::connect(BrokerConfig {
+            topology: TopologyConfig {
+                prefix: self.prefix.clone(),
+                retry_delays_ms: vec![300, 600],
+                ..TopologyConfig::default()
+            },
+            ..BrokerConfig::new(amqp_url())
+        })
+        .await
+        {
+            let _ = b.delete_topology().await;
+            b.close().await;
+        }
+        if let Ok(admin) = Store::connect(&admin_url()).await {
+            let _ = sqlx_drop(&admin, &self.db_name).await;
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+async fn sqlx_drop(admin: &Store, name: &str) -> Result<(), relata_store::StoreError> {
+    admin.drop_database_for_tests(name).await
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A worker process. Killed on drop if still running.
+pub struct Worker {
+    child: Option<Child>,
+    pub port: u16,
+    pub log: PathBuf,
+}
+
+impl Worker {
+    pub async fn metrics(&self) -> String {
+        let url = format!("http://127.0.0.1:{}/metrics", self.port);
+        for _ in 0..50 {
+            if let Ok(body) = http_get(&url).await {
+                return body;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("no /metrics on {url}; log:\n{}", self.log_text());
+    }
+
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// SIGTERM and wait; returns the exit code.
+    pub fn terminate(mut self) -> Option<i32> {
+        let mut child = self.child.take().unwrap();
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status.code();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!("worker did not stop within 30 s of SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// SIGKILL: no chance to finish anything.
+    pub fn kill9(mut self) {
+        let mut child = self.child.take().unwrap();
+        let _ = Command::new("kill")
+            .args(["-KILL", &child.id().to_string()])
+            .status();
+        let _ = child.wait();
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// A minimal HTTP GET over a plain socket (the tests need nothing more).
+async fn http_get(url: &str) -> std::io::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let rest = url.strip_prefix("http://").unwrap();
+    let (host, path) = rest.split_once('/').unwrap();
+    let mut s = tokio::net::TcpStream::connect(host).await?;
+    s.write_all(
+        format!("GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).await?;
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    match text.split_once("\r\n\r\n") {
+        Some((head, body)) if head.starts_with("HTTP/1.1 200") => Ok(body.to_owned()),
+        _ => Err(std::io::Error::other("not a 200")),
+    }
+}
+
+/// The value of one sample in a Prometheus text exposition, 0 when absent.
+pub fn sample(metrics: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    metrics
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| l.starts_with(&format!("{name}{{")) || l.starts_with(&format!("{name} ")))
+        .filter(|l| {
+            labels
+                .iter()
+                .all(|(k, v)| l.contains(&format!("{k}=\"{v}\"")))
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+pub fn route(needle: &str, content: &str) -> Route {
+    Route {
+        needle: needle.to_owned(),
+        behaviour: Behaviour::completion(content),
+    }
+}
+
+pub fn corpus_path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}

@@ -1,0 +1,225 @@
+//! Faults: provider refusals, poison messages, transport failures, a worker killed mid-job.
+
+use std::time::{Duration, Instant};
+
+use relata_core::{EXTRACT_V1, JobId, Task, TaskVersion};
+use relata_testkit::{Behaviour, FakeOptions};
+
+use crate::common::{Env, corpus_path, route, sample};
+
+const DOC: &str = "Ada Lovelace wrote the first published algorithm for a machine.\n";
+const GOOD: &str = r#"{"entities":[{"name":"Ada Lovelace","type":"person"}],"claims":[{"statement":"Ada Lovelace wrote the first published algorithm","quote":"Ada Lovelace wrote the first published algorithm","subject":"Ada Lovelace"}]}"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unauthorized_is_dead_lettered_without_retry_and_poison_does_not_stop_the_worker() {
+    let options = FakeOptions {
+        models: vec!["fake-model".into()],
+        default: Behaviour::error(401, "invalid api key"),
+        ..FakeOptions::default()
+    };
+    let env = Env::new(options, vec![]).await;
+    // Garbage straight onto the work queue, before any real job.
+    let broker = env.broker().await;
+    broker.declare_topology().await.unwrap();
+    let v = TaskVersion::new(&EXTRACT_V1, "extract-p1", "fake-model");
+    broker
+        .publish(
+            Task::Extract,
+            &JobId::derive(&v, b"garbage"),
+            b"\x00\xffnot a job",
+        )
+        .await
+        .unwrap();
+
+    let worker = env.spawn_worker(Task::Extract);
+    let corpus = env.write_doc("ada.txt", DOC);
+    let out = env.relata(&["ingest", corpus_path(&corpus), "--source", "s"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let states = env
+        .wait_for_jobs(Task::Extract, 1, Duration::from_secs(60))
+        .await;
+    assert_eq!(states.get("dead"), Some(&1), "{states:?}");
+    // A permanent error is never retried: exactly one request.
+    assert_eq!(env.fake.chat_requests().len(), 1);
+
+    let m = worker.metrics().await;
+    assert_eq!(
+        sample(
+            &m,
+            "relata_jobs_dead_lettered_total",
+            &[("reason", "permanent_provider")]
+        ),
+        1.0,
+        "{m}"
+    );
+    assert_eq!(
+        sample(
+            &m,
+            "relata_jobs_dead_lettered_total",
+            &[("reason", "poison")]
+        ),
+        1.0,
+        "{m}"
+    );
+    assert_eq!(
+        sample(&m, "relata_model_invalid_output_total", &[]),
+        0.0,
+        "{m}"
+    );
+    // Not ready while the provider refuses us.
+    let depths = broker.queue_depths().await.unwrap();
+    let dead = depths.iter().find(|q| q.name.ends_with(".dead")).unwrap();
+    assert_eq!(dead.messages, Some(2), "{depths:?}");
+    assert_eq!(worker.terminate(), Some(0));
+    broker.close().await;
+    env.teardown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn transport_faults_are_retried_until_every_job_completes() {
+    // Ten documents; the first requests fail in mixed transport ways (about a third of
+    // all requests), some more times in a row than the in-process retries allow, so
+    // both the adapter's retries and the broker's delayed requeue are exercised.
+    let mut options = FakeOptions {
+        models: vec!["fake-model".into()],
+        ..FakeOptions::default()
+    };
+    let mut docs = Vec::new();
+    for i in 0..10 {
+        let text = format!(
+            "Document number{i} says that Ada Lovelace wrote the first published algorithm.\n"
+        );
+        let content = format!(
+            r#"{{"entities":[{{"name":"Ada Lovelace","type":"person"}}],"claims":[{{"statement":"Document {i} says Ada wrote an algorithm","quote":"Ada Lovelace wrote the first published algorithm","subject":"Ada Lovelace"}}]}}"#
+        );
+        options.routes.push(route(&format!("number{i} "), &content));
+        docs.push(text);
+    }
+    options
+        .routes
+        .insert(0, route("Requested pairs", r#"{"relations":[]}"#));
+    let faults = vec![
+        Behaviour::error(503, "overloaded"),
+        Behaviour::error(429, "slow down").retry_after(0),
+        Behaviour::reset_mid_body(GOOD),
+        Behaviour::close_immediately(),
+        Behaviour::error(502, "bad gateway"),
+        Behaviour::error(500, "oops"),
+        Behaviour::error(504, "gateway timeout"),
+    ];
+    let mut env = Env::new(options, faults).await;
+    env.set("RELATA_MODEL_RETRY_MAX_ATTEMPTS", "2");
+    let mut corpus = None;
+    for (i, d) in docs.iter().enumerate() {
+        corpus = Some(env.write_doc(&format!("d{i}.txt"), d));
+    }
+    let worker = env.spawn_worker(Task::Extract);
+    let out = env.relata(&["ingest", corpus_path(&corpus.unwrap()), "--source", "s"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let states = env
+        .wait_for_jobs(Task::Extract, 10, Duration::from_secs(90))
+        .await;
+    assert_eq!(
+        states.get("accepted"),
+        Some(&10),
+        "{states:?}; log:\n{}",
+        worker.log_text()
+    );
+    let m = worker.metrics().await;
+    assert_eq!(
+        sample(&m, "relata_model_invalid_output_total", &[]),
+        0.0,
+        "{m}"
+    );
+    assert!(
+        sample(&m, "relata_model_transport_errors_total", &[]) >= 7.0,
+        "{m}"
+    );
+    assert_eq!(
+        sample(&m, "relata_jobs_dead_lettered_total", &[]),
+        0.0,
+        "{m}"
+    );
+    let calls = env.fake.chat_requests().len();
+    assert_eq!(calls, 17, "10 successful requests + 7 faults");
+    assert_eq!(worker.terminate(), Some(0));
+    env.teardown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_job_loses_nothing_and_duplicates_nothing() {
+    let options = FakeOptions {
+        models: vec!["fake-model".into()],
+        routes: vec![
+            route("Requested pairs", r#"{"relations":[]}"#),
+            route(
+                "FIRST",
+                &GOOD.replace("Ada Lovelace wrote", "FIRST Ada Lovelace wrote"),
+            ),
+        ],
+        ..FakeOptions::default()
+    };
+    // The second document's first answer is slow: the worker is killed while waiting.
+    let slow =
+        Behaviour::completion(&GOOD.replace("Ada Lovelace wrote", "SECOND Ada Lovelace wrote"))
+            .delayed(Duration::from_secs(30));
+    let fast =
+        Behaviour::completion(&GOOD.replace("Ada Lovelace wrote", "SECOND Ada Lovelace wrote"));
+    let mut options = options;
+    options.routes.push(relata_testkit::Route {
+        needle: "SECOND".into(),
+        behaviour: fast,
+    });
+    let env = Env::new(options, vec![]).await;
+    let corpus = env.write_doc(
+        "a.txt",
+        "FIRST Ada Lovelace wrote the first published algorithm.\n",
+    );
+    let out = env.relata(&["ingest", corpus_path(&corpus), "--source", "s"]);
+    assert!(out.status.success());
+    let worker = env.spawn_worker(Task::Extract);
+    env.wait_for_jobs(Task::Extract, 1, Duration::from_secs(60))
+        .await;
+
+    // Now the slow one.
+    env.fake.push([slow]);
+    let corpus = env.write_doc(
+        "b.txt",
+        "SECOND Ada Lovelace wrote the first published algorithm.\n",
+    );
+    let out = env.relata(&["ingest", corpus_path(&corpus), "--source", "s"]);
+    assert!(out.status.success());
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while env.requests_mentioning("SECOND") == 0 {
+        assert!(Instant::now() < deadline, "the slow request never arrived");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    worker.kill9();
+
+    let worker = env.spawn_worker(Task::Extract);
+    let states = env
+        .wait_for_jobs(Task::Extract, 2, Duration::from_secs(60))
+        .await;
+    assert_eq!(states.get("accepted"), Some(&2), "{states:?}");
+    // The committed job was never sent again; the interrupted one was sent once more.
+    assert_eq!(env.requests_mentioning("FIRST"), 1);
+    assert_eq!(env.requests_mentioning("SECOND"), 2);
+    let claims: Vec<_> = env
+        .export()
+        .into_iter()
+        .filter(|r| r["kind"] == "claim")
+        .collect();
+    assert_eq!(claims.len(), 2, "{claims:#?}");
+    assert_eq!(worker.terminate(), Some(0));
+    env.teardown().await;
+}

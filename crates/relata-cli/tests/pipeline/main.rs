@@ -1,0 +1,9 @@
+//! End-to-end tests of the pipeline: the `relata` binary as separate processes, the real
+//! PostgreSQL and RabbitMQ on this machine, and the fault-injecting fake model server.
+//!
+//! Each test gets its own database and its own queue prefix, so tests run in parallel
+//! and leave nothing behind.
+
+mod common;
+mod faults;
+mod flow;

@@ -1,0 +1,128 @@
+//! `/metrics`, `/healthz` and `/readyz`.
+//!
+//! `/healthz` answers while the process runs. `/readyz` answers 200 only while the worker
+//! can do useful work: it has a broker consumer and a store connection, and the model
+//! endpoint has not answered with an authentication or model-not-found error (a worker
+//! with a bad key would otherwise dead-letter the whole queue while looking healthy).
+
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::IntoResponse;
+use axum::routing::get;
+use prometheus_client::registry::Registry;
+
+/// Why the worker is not ready. The first cause set wins until it is cleared.
+#[derive(Debug, Clone, Default)]
+pub struct Readiness {
+    inner: Arc<Mutex<ReadyState>>,
+}
+
+#[derive(Debug, Default)]
+struct ReadyState {
+    consuming: bool,
+    provider_blocked: Option<String>,
+    draining: bool,
+}
+
+impl Readiness {
+    pub fn set_consuming(&self, on: bool) {
+        self.lock().consuming = on;
+    }
+
+    /// The model endpoint refused us for a reason no retry fixes (401/403/404 model).
+    pub fn set_provider_blocked(&self, why: Option<String>) {
+        self.lock().provider_blocked = why;
+    }
+
+    pub fn set_draining(&self) {
+        self.lock().draining = true;
+    }
+
+    /// `Ok` when ready, else the reason.
+    pub fn check(&self) -> Result<(), String> {
+        let s = self.lock();
+        if s.draining {
+            return Err("shutting down".into());
+        }
+        if let Some(why) = &s.provider_blocked {
+            return Err(format!("model provider refused requests: {why}"));
+        }
+        if !s.consuming {
+            return Err("not consuming from the broker".into());
+        }
+        Ok(())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, ReadyState> {
+        // A poisoned lock only means a panic elsewhere; the state itself stays coherent.
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+#[derive(Clone)]
+struct AppState {
+    registry: Arc<Registry>,
+    readiness: Readiness,
+}
+
+pub fn router(registry: Arc<Registry>, readiness: Readiness) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics))
+        .route("/healthz", get(|| async { "ok\n" }))
+        .route("/readyz", get(ready))
+        .with_state(AppState {
+            registry,
+            readiness,
+        })
+}
+
+async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
+    let mut body = String::new();
+    match prometheus_client::encoding::text::encode(&mut body, &s.registry) {
+        Ok(()) => (
+            StatusCode::OK,
+            [(
+                header::CONTENT_TYPE,
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            )],
+            body,
+        )
+            .into_response(),
+        Err(_) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "metrics encoding failed\n",
+        )
+            .into_response(),
+    }
+}
+
+async fn ready(State(s): State<AppState>) -> impl IntoResponse {
+    match s.readiness.check() {
+        Ok(()) => (StatusCode::OK, "ready\n".to_string()),
+        Err(why) => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!("not ready: {why}\n"),
+        ),
+    }
+}
+
+/// Bind and serve until the returned task is aborted.
+pub async fn serve(
+    addr: SocketAddr,
+    registry: Arc<Registry>,
+    readiness: Readiness,
+) -> std::io::Result<(SocketAddr, tokio::task::JoinHandle<()>)> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    let app = router(registry, readiness);
+    let handle = tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!(error = %e, "metrics server stopped");
+        }
+    });
+    Ok((bound, handle))
+}

@@ -1,0 +1,675 @@
+//! The per-delivery flow and the consume loop.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use backon::{ExponentialBuilder, Retryable};
+use futures::StreamExt;
+use relata_core::{DeadReason, Handle, JobId, JobMessage, RowKind, Task, TaskVersion};
+use relata_model::{
+    ClassifyClaim, ErrorClass, ModelCall, ModelClient, ModelError, record_invalid_output,
+};
+use relata_queue::{Broker, Delivery, QueueError, RetryDecision, RetryPolicy, RetryTier};
+use relata_store::{
+    ChunkRow, CommitOutcome, Committed, ErrorKind, JobRow, JobState, NewModelCall, Store,
+    StoreError,
+};
+use relata_validate::{ClassifyInput, GateConfig, judge_classify, judge_extract};
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tracing::{Instrument, field};
+
+use crate::JobOutcome;
+use crate::http::Readiness;
+use crate::metrics::{JobDeadLettered, JobFinished, JobMetrics, JobRetryScheduled, RowsCommitted};
+
+/// Settings of one worker process.
+#[derive(Debug, Clone)]
+pub struct WorkerSettings {
+    pub task: Task,
+    /// Jobs in flight at once; also the broker prefetch.
+    pub concurrency: u16,
+    /// How long in-flight jobs may run after SIGTERM before they are abandoned (their
+    /// deliveries return to the queue unacknowledged; nothing is lost).
+    pub shutdown_deadline: Duration,
+    /// Each new claim is paired with at most this many existing claims about the same
+    /// entity (newest first).
+    pub candidate_k: u32,
+    /// Pairs per classify job.
+    pub classify_batch: usize,
+    /// How long a commit is retried while the store is unavailable before the delivery
+    /// is requeued.
+    pub commit_retry_max_elapsed: Duration,
+    /// Exit once no delivery has arrived for this long (batch runs and tests); `None`
+    /// runs until stopped.
+    pub exit_when_idle: Option<Duration>,
+}
+
+impl WorkerSettings {
+    pub fn new(task: Task) -> WorkerSettings {
+        WorkerSettings {
+            task,
+            concurrency: 4,
+            shutdown_deadline: Duration::from_secs(30),
+            candidate_k: 5,
+            classify_batch: 10,
+            commit_retry_max_elapsed: Duration::from_secs(30),
+            exit_when_idle: None,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WorkerError {
+    #[error("broker: {0}")]
+    Queue(#[from] QueueError),
+    #[error("store: {0}")]
+    Store(#[from] StoreError),
+}
+
+/// What a run did, by outcome.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RunSummary {
+    pub outcomes: BTreeMap<JobOutcome, u64>,
+    /// In-flight jobs abandoned at the shutdown deadline.
+    pub abandoned: u64,
+}
+
+/// How a delivery is to be settled, decided before touching the broker.
+#[derive(Debug)]
+enum Settle {
+    Ack(JobOutcome),
+    RetryLater { next_attempt: u32, tier: RetryTier },
+    Dead { reason: DeadReason, detail: String },
+    Requeue,
+}
+
+/// One worker: a task, its dependencies, its settings.
+#[derive(Debug)]
+pub struct Worker {
+    settings: WorkerSettings,
+    store: Store,
+    broker: Broker,
+    model: ModelClient,
+    gate: GateConfig,
+    metrics: JobMetrics,
+    readiness: Readiness,
+    policy: RetryPolicy,
+    version: TaskVersion,
+    classify_version: TaskVersion,
+}
+
+impl Worker {
+    pub fn new(
+        settings: WorkerSettings,
+        store: Store,
+        broker: Broker,
+        model: ModelClient,
+        gate: GateConfig,
+        metrics: JobMetrics,
+        readiness: Readiness,
+    ) -> Worker {
+        let policy = RetryPolicy::from_topology(broker.topology());
+        let version = model.task_version(settings.task);
+        let classify_version = model.task_version(Task::Classify);
+        Worker {
+            settings,
+            store,
+            broker,
+            model,
+            gate,
+            metrics,
+            readiness,
+            policy,
+            version,
+            classify_version,
+        }
+    }
+
+    /// The task version this worker produces.
+    pub fn version(&self) -> &TaskVersion {
+        &self.version
+    }
+
+    /// Consume until `shutdown` resolves (or the worker has been idle for
+    /// `exit_when_idle`), then stop consuming and give in-flight jobs until the shutdown
+    /// deadline to finish.
+    pub async fn run(
+        self: Arc<Self>,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<RunSummary, WorkerError> {
+        let task = self.settings.task;
+        self.broker.declare_topology().await?;
+        let concurrency = self.settings.concurrency.max(1);
+        let mut deliveries = self.broker.consume(task, concurrency).await?;
+        self.readiness.set_consuming(true);
+        tracing::info!(task = %task, concurrency, version = %self.version.fingerprint(), "worker consuming");
+
+        let slots = Arc::new(Semaphore::new(usize::from(concurrency)));
+        let mut running: JoinSet<JobOutcome> = JoinSet::new();
+        let mut summary = RunSummary::default();
+        let idle = self.settings.exit_when_idle;
+        tokio::pin!(shutdown);
+        loop {
+            let idle_timer = async {
+                match idle {
+                    Some(d) => tokio::time::sleep(d).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                _ = &mut shutdown => {
+                    tracing::info!("shutdown requested: no new deliveries");
+                    break;
+                }
+                Some(done) = running.join_next(), if !running.is_empty() => {
+                    record(&mut summary, done);
+                }
+                next = deliveries.next() => match next {
+                    Some(delivery) => {
+                        // Wait for a free slot; the prefetch already bounds what the
+                        // broker sends, this bounds what runs.
+                        let Ok(permit) = slots.clone().acquire_owned().await else { break };
+                        let me = self.clone();
+                        running.spawn(async move {
+                            let outcome = me.handle(delivery).await;
+                            drop(permit);
+                            outcome
+                        });
+                    }
+                    None => break,
+                },
+                _ = idle_timer, if running.is_empty() => {
+                    tracing::info!("idle: no deliveries, exiting");
+                    break;
+                }
+            }
+        }
+
+        self.readiness.set_draining();
+        deliveries.stop();
+        // Deliveries received but not started are dropped unsettled: the broker returns
+        // them to the queue when the connection closes.
+        drop(deliveries);
+        let deadline = tokio::time::sleep(self.settings.shutdown_deadline);
+        tokio::pin!(deadline);
+        loop {
+            tokio::select! {
+                next = running.join_next() => match next {
+                    Some(done) => record(&mut summary, done),
+                    None => break,
+                },
+                _ = &mut deadline => {
+                    summary.abandoned = running.len() as u64;
+                    tracing::warn!(abandoned = summary.abandoned, "shutdown deadline reached; abandoning in-flight jobs (they will be redelivered)");
+                    running.abort_all();
+                    break;
+                }
+            }
+        }
+        self.broker.close().await;
+        Ok(summary)
+    }
+
+    /// Process one delivery and settle it. Never panics on bad input; every path ends in
+    /// exactly one settlement (or none, when the broker is gone — then it is redelivered).
+    async fn handle(&self, delivery: Delivery) -> JobOutcome {
+        let span = tracing::info_span!(
+            "job",
+            task = %self.settings.task,
+            job_id = field::Empty,
+            document_id = field::Empty,
+            attempt = delivery.attempt(),
+        );
+        async {
+            let (job_id, settle) = self.process(&delivery).await;
+            self.settle(delivery, job_id.as_ref(), settle).await
+        }
+        .instrument(span)
+        .await
+    }
+
+    async fn process(&self, delivery: &Delivery) -> (Option<JobId>, Settle) {
+        let task = self.settings.task;
+        let msg = match JobMessage::decode(delivery.payload()) {
+            Ok(m) => m,
+            Err(e) => return (None, dead(DeadReason::Poison, e.to_string())),
+        };
+        tracing::Span::current().record("job_id", field::display(&msg.job_id));
+        let job_id = Some(msg.job_id.clone());
+        if msg.task != task {
+            let why = format!("a {} job on the {} queue", msg.task, task);
+            return (None, dead(DeadReason::Poison, why));
+        }
+        let job = match self.store_retry(|| self.store.job(&msg.job_id)).await {
+            Ok(Some(job)) => job,
+            Ok(None) => {
+                let why = format!("job {} is not in the ledger", msg.job_id);
+                return (None, dead(DeadReason::MissingInput, why));
+            }
+            Err(_) => return (job_id, Settle::Requeue),
+        };
+        if job.state.is_terminal() {
+            if task == Task::Extract && job.state != JobState::Dead {
+                if let Err(s) = self.follow_up(&job.job_id).await {
+                    return (job_id, s);
+                }
+            }
+            return (job_id, Settle::Ack(JobOutcome::AlreadyDone));
+        }
+        if job.version != self.version {
+            let why = format!(
+                "job of task version {} (prompt {}, model {}), worker runs {} (prompt {}, model {})",
+                short(&job.task_version_fingerprint),
+                job.version.prompt_version,
+                job.version.model,
+                short(&self.version.fingerprint()),
+                self.version.prompt_version,
+                self.version.model,
+            );
+            return (job_id, dead(DeadReason::VersionMismatch, why));
+        }
+        let settle = match task {
+            Task::Extract => self.extract(&job, delivery.attempt()).await,
+            Task::Classify => self.classify(&job, delivery.attempt()).await,
+        };
+        (job_id, settle)
+    }
+
+    async fn extract(&self, job: &JobRow, attempt: u32) -> Settle {
+        let Some(chunk_id) = job.chunk_id else {
+            return dead(
+                DeadReason::MissingInput,
+                "extract job without a chunk".into(),
+            );
+        };
+        let chunk: ChunkRow = match self.store_retry(|| self.store.load_chunk(chunk_id)).await {
+            Ok(c) => c,
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                return dead(
+                    DeadReason::MissingInput,
+                    format!("chunk {chunk_id} does not exist"),
+                );
+            }
+            Err(_) => return Settle::Requeue,
+        };
+        tracing::Span::current().record("document_id", chunk.document_id);
+        let call = self.model.extract(&chunk.text).await;
+        let completion = match &call.result {
+            Ok(c) => c,
+            Err(e) => return self.on_model_error(job, &call.record, e, attempt).await,
+        };
+        let judgement = judge_extract(&self.gate, &chunk.text, completion.content.as_bytes());
+        let record = self.new_call(
+            &call,
+            Some(&completion.content),
+            judgement.rejections().is_empty(),
+        );
+        let committed = self
+            .store_retry(|| {
+                self.store
+                    .commit_extract(&job.job_id, &record, &judgement, &chunk)
+            })
+            .await;
+        match committed {
+            Ok(CommitOutcome::Committed(c)) => {
+                for r in judgement.rejections() {
+                    record_invalid_output(self.model.metrics(), Task::Extract, r.reason);
+                }
+                self.rows_committed(&c);
+                if let Err(s) = self.follow_up(&job.job_id).await {
+                    return s;
+                }
+                Settle::Ack(outcome_of(c.state))
+            }
+            Ok(CommitOutcome::AlreadyCommitted { .. }) => Settle::Ack(JobOutcome::AlreadyDone),
+            Err(_) => Settle::Requeue,
+        }
+    }
+
+    async fn classify(&self, job: &JobRow, attempt: u32) -> Settle {
+        let Some(pairs) = job.pairs.as_ref().filter(|p| !p.is_empty()) else {
+            return dead(
+                DeadReason::MissingInput,
+                "classify job without pairs".into(),
+            );
+        };
+        let claims = match self
+            .store_retry(|| self.store.load_claims_for_pairs(pairs))
+            .await
+        {
+            Ok(c) => c,
+            Err(_) => return Settle::Requeue,
+        };
+        // Handles are numbered in claim-id order, per request; the map back to ids never
+        // leaves this function except into the commit.
+        let mut handle_of: BTreeMap<i64, Handle> = BTreeMap::new();
+        for (n, c) in claims.iter().enumerate() {
+            handle_of.insert(c.id, Handle::nth(n as u32 + 1));
+        }
+        let mut shown = Vec::with_capacity(claims.len());
+        for c in &claims {
+            shown.push(ClassifyClaim {
+                handle: handle_of[&c.id],
+                statement: c.statement.clone(),
+            });
+        }
+        let mut asked = Vec::with_capacity(pairs.len());
+        for (a, b) in pairs {
+            match (handle_of.get(a), handle_of.get(b)) {
+                (Some(&ha), Some(&hb)) => asked.push((ha, hb)),
+                _ => {
+                    let why = format!("claim {a} or {b} of the pair does not exist");
+                    return dead(DeadReason::MissingInput, why);
+                }
+            }
+        }
+        let input = ClassifyInput {
+            handles: handle_of.values().copied().collect::<BTreeSet<_>>(),
+            pairs: asked.iter().copied().collect(),
+        };
+        let id_of: BTreeMap<Handle, i64> = handle_of.iter().map(|(id, h)| (*h, *id)).collect();
+
+        let call = self.model.classify(&shown, &asked).await;
+        let completion = match &call.result {
+            Ok(c) => c,
+            Err(e) => return self.on_model_error(job, &call.record, e, attempt).await,
+        };
+        let judgement = judge_classify(&self.gate, &input, completion.content.as_bytes());
+        let record = self.new_call(
+            &call,
+            Some(&completion.content),
+            judgement.rejections().is_empty(),
+        );
+        let committed = self
+            .store_retry(|| {
+                self.store
+                    .commit_classify(&job.job_id, &record, &judgement, &id_of)
+            })
+            .await;
+        match committed {
+            Ok(CommitOutcome::Committed(c)) => {
+                for r in judgement.rejections() {
+                    record_invalid_output(self.model.metrics(), Task::Classify, r.reason);
+                }
+                self.rows_committed(&c);
+                Settle::Ack(outcome_of(c.state))
+            }
+            Ok(CommitOutcome::AlreadyCommitted { .. }) => Settle::Ack(JobOutcome::AlreadyDone),
+            Err(_) => Settle::Requeue,
+        }
+    }
+
+    /// The adapter has decided the class; this only maps it to a settlement.
+    async fn on_model_error(
+        &self,
+        job: &JobRow,
+        record: &relata_model::CallRecord,
+        error: &ModelError,
+        attempt: u32,
+    ) -> Settle {
+        let call = self.new_call_from_record(record, None);
+        let detail = self.model.redact(&error.to_string());
+        match error.class() {
+            ErrorClass::Transport => match self.policy.decide(attempt) {
+                RetryDecision::RetryLater { next_attempt, tier } => {
+                    if self
+                        .store_retry(|| self.store.record_attempt(&job.job_id, Some(&call)))
+                        .await
+                        .is_err()
+                    {
+                        return Settle::Requeue;
+                    }
+                    Settle::RetryLater { next_attempt, tier }
+                }
+                RetryDecision::Exhausted { attempts } => {
+                    let why = format!("{attempts} deliveries failed; last: {detail}");
+                    self.mark_dead(
+                        &job.job_id,
+                        DeadReason::TransportExhausted,
+                        &why,
+                        Some(&call),
+                    )
+                    .await
+                }
+            },
+            ErrorClass::Permanent => {
+                if error.is_configuration_failure() {
+                    self.readiness.set_provider_blocked(Some(detail.clone()));
+                }
+                self.mark_dead(
+                    &job.job_id,
+                    DeadReason::PermanentProvider,
+                    &detail,
+                    Some(&call),
+                )
+                .await
+            }
+            ErrorClass::InvalidOutput => {
+                // Counted by the adapter when it classified the envelope; recorded here.
+                let reason = error.invalid_reason().unwrap_or(relata_core::Reason::Empty);
+                match self
+                    .store_retry(|| {
+                        self.store
+                            .commit_invalid_envelope(&job.job_id, &call, reason, &detail)
+                    })
+                    .await
+                {
+                    Ok(CommitOutcome::Committed(_)) => Settle::Ack(JobOutcome::Invalid),
+                    Ok(CommitOutcome::AlreadyCommitted { .. }) => {
+                        Settle::Ack(JobOutcome::AlreadyDone)
+                    }
+                    Err(_) => Settle::Requeue,
+                }
+            }
+        }
+    }
+
+    async fn mark_dead(
+        &self,
+        job_id: &JobId,
+        reason: DeadReason,
+        detail: &str,
+        call: Option<&NewModelCall>,
+    ) -> Settle {
+        match self
+            .store_retry(|| self.store.mark_dead(job_id, reason, detail, call))
+            .await
+        {
+            Ok(CommitOutcome::Committed(_)) => dead(reason, detail.to_owned()),
+            Ok(CommitOutcome::AlreadyCommitted { .. }) => Settle::Ack(JobOutcome::AlreadyDone),
+            Err(_) => Settle::Requeue,
+        }
+    }
+
+    /// After an extract job's outcome is committed: create and publish the classify jobs
+    /// its claims lead to. Idempotent; on failure the delivery is requeued so the next
+    /// delivery (an already-done job) tries again.
+    async fn follow_up(&self, origin: &JobId) -> Result<(), Settle> {
+        let claim_ids = self
+            .store_retry(|| self.store.claim_ids_of_job(origin))
+            .await
+            .map_err(|_| Settle::Requeue)?;
+        let jobs = self
+            .store_retry(|| {
+                self.store.plan_classify_jobs(
+                    origin,
+                    &claim_ids,
+                    self.settings.candidate_k,
+                    self.settings.classify_batch,
+                    &self.classify_version,
+                )
+            })
+            .await
+            .map_err(|_| Settle::Requeue)?;
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        match relata_producer::dispatch::publish_jobs(&self.store, &self.broker, &jobs).await {
+            Ok(n) => {
+                tracing::info!(classify_jobs = n, "candidate pairs published");
+                Ok(())
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "publishing classify jobs failed; requeueing");
+                Err(Settle::Requeue)
+            }
+        }
+    }
+
+    async fn settle(
+        &self,
+        delivery: Delivery,
+        job_id: Option<&JobId>,
+        settle: Settle,
+    ) -> JobOutcome {
+        let task = self.settings.task;
+        let (result, outcome) = match settle {
+            Settle::Ack(outcome) => (delivery.ack().await, outcome),
+            Settle::RetryLater { next_attempt, tier } => {
+                let delay_ms = tier.delay().as_millis() as u64;
+                let r = delivery.retry_later(next_attempt, tier).await;
+                if r.is_ok() {
+                    JobRetryScheduled {
+                        task,
+                        attempt: next_attempt,
+                        delay_ms,
+                    }
+                    .emit(&self.metrics);
+                }
+                (r, JobOutcome::Retried)
+            }
+            Settle::Dead { reason, detail } => {
+                let r = delivery.dead_letter(reason, &detail).await;
+                if r.is_ok() {
+                    JobDeadLettered {
+                        task,
+                        reason,
+                        detail: &detail,
+                    }
+                    .emit(&self.metrics);
+                }
+                return match r {
+                    Ok(()) => JobOutcome::Dead,
+                    Err(e) => {
+                        tracing::warn!(error = %e, job_id = ?job_id.map(JobId::as_str), "dead-lettering failed; the delivery will come back");
+                        JobOutcome::Requeued
+                    }
+                };
+            }
+            Settle::Requeue => {
+                tracing::warn!("store unavailable; delivery requeued");
+                (delivery.requeue().await, JobOutcome::Requeued)
+            }
+        };
+        match result {
+            Ok(()) => {
+                if outcome != JobOutcome::Retried {
+                    JobFinished { task, outcome }.emit(&self.metrics);
+                }
+                outcome
+            }
+            Err(e) => {
+                // The outcome (if any) is committed; the broker will redeliver and the
+                // ledger will answer "already done".
+                tracing::warn!(error = %e, "settling the delivery failed; it will be redelivered");
+                JobOutcome::Requeued
+            }
+        }
+    }
+
+    fn rows_committed(&self, c: &Committed) {
+        let task = self.settings.task;
+        for (kind, count) in [
+            (RowKind::Entity, c.counts.entities),
+            (RowKind::Claim, c.counts.claims),
+            (RowKind::Relation, c.counts.relations),
+        ] {
+            RowsCommitted {
+                task,
+                kind,
+                count: count as u64,
+            }
+            .emit(&self.metrics);
+        }
+    }
+
+    fn new_call(&self, call: &ModelCall, content: Option<&str>, clean: bool) -> NewModelCall {
+        // Content is kept (bounded, redacted) only when something in it was rejected:
+        // the evidence an operator needs, without storing every accepted response twice.
+        let excerpt = if clean {
+            None
+        } else {
+            content.map(|c| self.model.excerpt(c))
+        };
+        self.new_call_from_record(&call.record, excerpt)
+    }
+
+    fn new_call_from_record(
+        &self,
+        record: &relata_model::CallRecord,
+        excerpt: Option<String>,
+    ) -> NewModelCall {
+        NewModelCall {
+            version: record.task_version(),
+            started_at: record.started_at,
+            finished_at: record.finished_at,
+            attempts: record.attempts,
+            prompt_tokens: record.usage.as_ref().map(|u| u.prompt_tokens),
+            completion_tokens: record.usage.as_ref().map(|u| u.completion_tokens),
+            excerpt: excerpt.or_else(|| record.excerpt.clone()),
+        }
+    }
+
+    /// Retry a store operation while the store is unavailable, bounded in time; never
+    /// repeats anything but the store operation itself.
+    async fn store_retry<T, F, Fut>(&self, op: F) -> Result<T, StoreError>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T, StoreError>>,
+    {
+        let backoff = ExponentialBuilder::default()
+            .with_jitter()
+            .with_min_delay(Duration::from_millis(100))
+            .with_max_delay(Duration::from_secs(5))
+            .with_total_delay(Some(self.settings.commit_retry_max_elapsed))
+            .without_max_times();
+        op.retry(backoff)
+            .when(StoreError::is_retryable)
+            .notify(|e, pause| {
+                tracing::warn!(error = %e, pause_ms = pause.as_millis() as u64, "store unavailable; retrying");
+            })
+            .await
+            .inspect_err(|e| tracing::error!(error = %e, "store operation failed"))
+    }
+}
+
+fn dead(reason: DeadReason, detail: String) -> Settle {
+    Settle::Dead { reason, detail }
+}
+
+fn outcome_of(state: JobState) -> JobOutcome {
+    match state {
+        JobState::Accepted => JobOutcome::Accepted,
+        JobState::Partial => JobOutcome::Partial,
+        JobState::Invalid => JobOutcome::Invalid,
+        JobState::Dead => JobOutcome::Dead,
+        JobState::Queued => JobOutcome::Requeued,
+    }
+}
+
+fn short(fingerprint: &str) -> &str {
+    fingerprint.get(..12).unwrap_or(fingerprint)
+}
+
+fn record(summary: &mut RunSummary, done: Result<JobOutcome, tokio::task::JoinError>) {
+    match done {
+        Ok(outcome) => *summary.outcomes.entry(outcome).or_default() += 1,
+        Err(e) if e.is_panic() => {
+            tracing::error!("a job handler panicked; its delivery will be redelivered")
+        }
+        Err(_) => {}
+    }
+}
