@@ -2,6 +2,8 @@
 
 #[cfg(test)]
 use crate::normalize::collapse;
+use std::borrow::Cow;
+
 use crate::normalize::lower;
 
 /// Longest human detail attached to a rejection or finding, in characters.
@@ -117,30 +119,35 @@ pub(crate) fn degenerate(norm: &str, min_chars: usize, min_words: usize) -> Opti
 /// between two digits ("1,000", "3.5"). Thousands separators are dropped so that "1,000"
 /// and "1000" are the same figure; a trailing `%` is not part of the figure, so "45%" in a
 /// statement is supported by "45 percent" in a quote. Hand-rolled: no regular expression.
-pub(crate) fn figures(s: &str) -> Vec<String> {
+pub(crate) fn figures(s: &str) -> Vec<Cow<'_, str>> {
     let b = s.as_bytes();
-    let mut out = Vec::new();
+    let mut out: Vec<Cow<'_, str>> = Vec::new();
     let mut i = 0;
     while i < b.len() {
         if !b[i].is_ascii_digit() {
             i += 1;
             continue;
         }
-        let mut fig = String::new();
+        let start = i;
+        let mut commas = false;
         while i < b.len() {
             let c = b[i];
             if c.is_ascii_digit() {
-                fig.push(c as char);
                 i += 1;
             } else if (c == b',' || c == b'.') && i + 1 < b.len() && b[i + 1].is_ascii_digit() {
-                if c == b'.' {
-                    fig.push('.');
-                }
+                commas |= c == b',';
                 i += 1;
             } else {
                 break;
             }
         }
+        // ASCII digits, '.' and ',' only: the slice is on char boundaries.
+        let token = &s[start..i];
+        let fig = if commas {
+            Cow::Owned(token.replace(',', ""))
+        } else {
+            Cow::Borrowed(token)
+        };
         if !out.contains(&fig) {
             out.push(fig);
         }
@@ -155,7 +162,7 @@ pub(crate) fn figures_not_in(statement: &str, quote: &str) -> Option<String> {
         return None;
     }
     let have = figures(quote);
-    let missing: Vec<String> = figures(statement)
+    let missing: Vec<Cow<'_, str>> = figures(statement)
         .into_iter()
         .filter(|f| !have.contains(f))
         .collect();
@@ -179,7 +186,7 @@ mod tests {
             figures("In 1997, 45% of 1,200 people paid $3.50."),
             ["1997", "45", "1200", "3.50"]
         );
-        assert_eq!(figures("no digits"), Vec::<String>::new());
+        assert!(figures("no digits").is_empty());
         assert_eq!(figures("end 2001."), ["2001"]);
         assert!(figures_not_in("It rose 45% in 2001", "in 2001 it rose 45 percent").is_none());
         assert!(figures_not_in("It rose 46% in 2001", "in 2001 it rose 45 percent").is_some());
