@@ -30,10 +30,40 @@ pub fn response_format(dialect: Dialect, contract: &Contract) -> Option<Value> {
         })),
         Dialect::JsonObjectSchema => Some(json!({
             "type": "json_object",
-            "schema": contract.schema_value(),
+            "schema": grammar_safe(contract.schema_value()),
         })),
         Dialect::None => None,
     }
+}
+
+/// Longest `maxLength` sent to a grammar-compiling server (llama-cpp-python).
+///
+/// llama.cpp turns `maxLength: n` into n nested optional rules; at 2,000 (the contract's
+/// quote bound) its grammar compiler gives up ("failed to parse grammar") and the
+/// llama-cpp-python 0.3.36 server dies on the request. 1,000 was measured to work. The
+/// cap only ever makes the generation hint *tighter* than the contract; the gate still
+/// judges every response against the contract's own bounds, and the call record names
+/// the contract (id, version, sha256), not the hint.
+pub const GRAMMAR_MAX_STRING_CHARS: u64 = 1_000;
+
+/// The contract's schema with every `maxLength` capped at [`GRAMMAR_MAX_STRING_CHARS`].
+pub fn grammar_safe(mut schema: Value) -> Value {
+    fn walk(v: &mut Value) {
+        match v {
+            Value::Object(map) => {
+                if let Some(n) = map.get_mut("maxLength") {
+                    if n.as_u64().is_some_and(|n| n > GRAMMAR_MAX_STRING_CHARS) {
+                        *n = json!(GRAMMAR_MAX_STRING_CHARS);
+                    }
+                }
+                map.values_mut().for_each(walk);
+            }
+            Value::Array(items) => items.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(&mut schema);
+    schema
 }
 
 /// The request body.

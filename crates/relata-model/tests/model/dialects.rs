@@ -56,9 +56,15 @@ async fn json_schema_dialect_sends_a_strict_named_schema() {
 #[tokio::test]
 async fn json_object_schema_dialect_sends_the_schema_beside_the_type() {
     let body = sent_body(Dialect::JsonObjectSchema).await;
+    // The contract, with the one string bound over llama.cpp's grammar limit tightened:
+    // the quote's 2,000 becomes 1,000; nothing else differs and nothing is loosened.
+    let mut expected = EXTRACT_V1.schema_value();
+    let quote_max = "/properties/claims/items/properties/quote/maxLength";
+    assert_eq!(expected.pointer(quote_max), Some(&json!(2000)));
+    *expected.pointer_mut(quote_max).unwrap() = json!(1000);
     assert_eq!(
         body["response_format"],
-        json!({"type": "json_object", "schema": EXTRACT_V1.schema_value()})
+        json!({"type": "json_object", "schema": expected})
     );
 }
 
