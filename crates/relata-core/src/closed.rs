@@ -71,4 +71,3 @@ macro_rules! closed_enum {
         }
     };
 }
-

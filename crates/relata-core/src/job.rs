@@ -31,7 +31,11 @@ pub enum JobMessageError {
 
 impl JobMessage {
     pub fn new(task: Task, job_id: JobId) -> JobMessage {
-        JobMessage { v: JOB_MESSAGE_VERSION, task, job_id }
+        JobMessage {
+            v: JOB_MESSAGE_VERSION,
+            task,
+            job_id,
+        }
     }
 
     pub fn encode(&self) -> Vec<u8> {
@@ -57,7 +61,11 @@ impl JobMessage {
         }
         let job_id = JobId::parse(&raw.job_id)
             .ok_or_else(|| JobMessageError::JobId(raw.job_id.chars().take(40).collect()))?;
-        Ok(JobMessage { v: raw.v, task: raw.task, job_id })
+        Ok(JobMessage {
+            v: raw.v,
+            task: raw.task,
+            job_id,
+        })
     }
 }
 
@@ -79,7 +87,11 @@ mod tests {
             br#"{"v":1,"task":"extract","job_id":"../../etc"}"#,
             br#"{"v":1,"task":"extract","job_id":"00000000000000000000000000000000","x":1}"#,
         ] {
-            assert!(JobMessage::decode(bad).is_err(), "{}", String::from_utf8_lossy(bad));
+            assert!(
+                JobMessage::decode(bad).is_err(),
+                "{}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 }

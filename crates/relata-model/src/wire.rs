@@ -51,10 +51,11 @@ pub fn grammar_safe(mut schema: Value) -> Value {
     fn walk(v: &mut Value) {
         match v {
             Value::Object(map) => {
-                if let Some(n) = map.get_mut("maxLength") {
-                    if n.as_u64().is_some_and(|n| n > GRAMMAR_MAX_STRING_CHARS) {
-                        *n = json!(GRAMMAR_MAX_STRING_CHARS);
-                    }
+                if let Some(n) = map
+                    .get_mut("maxLength")
+                    .filter(|n| n.as_u64().is_some_and(|n| n > GRAMMAR_MAX_STRING_CHARS))
+                {
+                    *n = json!(GRAMMAR_MAX_STRING_CHARS);
                 }
                 map.values_mut().for_each(walk);
             }

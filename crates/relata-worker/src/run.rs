@@ -252,10 +252,15 @@ impl Worker {
             Err(_) => return (job_id, Settle::Requeue),
         };
         if job.state.is_terminal() {
-            if task == Task::Extract && job.state != JobState::Dead {
-                if let Err(s) = self.follow_up(&job.job_id).await {
-                    return (job_id, s);
-                }
+            // A crash between an extract commit and publishing its classify jobs is
+            // repaired here, on the redelivery.
+            let followed = if task == Task::Extract && job.state != JobState::Dead {
+                self.follow_up(&job.job_id).await
+            } else {
+                Ok(())
+            };
+            if let Err(s) = followed {
+                return (job_id, s);
             }
             return (job_id, Settle::Ack(JobOutcome::AlreadyDone));
         }

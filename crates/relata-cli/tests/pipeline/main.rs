@@ -4,6 +4,9 @@
 //! Each test gets its own database and its own queue prefix, so tests run in parallel
 //! and leave nothing behind.
 
+// Test harness code: a failed unwrap is a failed test, with its location.
+#![allow(clippy::unwrap_used)]
+
 mod common;
 mod faults;
 mod flow;
