@@ -35,6 +35,9 @@ closed_enum! {
         UnknownSubject = "unknown_subject",
         /// A row repeating an earlier accepted row.
         Duplicate = "duplicate",
+        /// Fields of one row disagree in a way no other reason names (a figure in the
+        /// statement that its quote lacks, when that check is set to reject).
+        Inconsistent = "inconsistent",
         /// The provider stopped at the token limit (`finish_reason = "length"`).
         Truncated = "truncated",
         /// The provider reported a refusal instead of content.

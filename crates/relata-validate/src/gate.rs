@@ -339,9 +339,8 @@ pub(crate) fn judge_extract(
                         reason: None,
                         detail: bounded(detail),
                     }),
-                    // No reason of its own exists for a figure; the quote does not
-                    // hold what the statement states, so it is `quote_not_found`.
-                    Severity::Reject => return fail(Reason::QuoteNotFound, detail),
+                    // The quote was found; it is the statement that disagrees with it.
+                    Severity::Reject => return fail(Reason::Inconsistent, detail),
                 }
             }
             Ok((statement, subject, start, end, subject_at, dup_key))

@@ -84,9 +84,8 @@
 //! row and adds a [`Finding`] `demoted` naming the reason it would have rejected with.
 //! `quote_found` and `handle_known` are structural and cannot be disabled or demoted.
 //! `figure_in_quote` warns by default; at severity `reject` it rejects the row as
-//! `quote_not_found` (the quote does not hold what the statement states) because the
-//! closed reason set has no reason of its own for it. Layers 1 and 2 and `bad_enum` are
-//! the decoder and have no settings.
+//! `inconsistent` (the quote was found; the statement disagrees with it). Layers 1 and 2
+//! and `bad_enum` are the decoder and have no settings.
 //!
 //! # Why no regular expression
 //!

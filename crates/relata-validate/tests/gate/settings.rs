@@ -201,3 +201,25 @@ fn a_whole_rejection_is_one_rejection_without_rows() {
     );
     assert_eq!(j.response_rejection(), Some(&r[0]));
 }
+
+/// At severity reject, a figure the quote lacks rejects the row as `inconsistent`: the
+/// quote was found, so `quote_not_found` would misstate what went wrong.
+#[test]
+fn figure_in_quote_rejects_as_inconsistent() {
+    let mut config = GateConfig::default();
+    config
+        .set(
+            Check::FigureInQuote,
+            CheckSetting {
+                enabled: true,
+                severity: Severity::Reject,
+            },
+        )
+        .unwrap();
+    let source = "Marie Curie was born in Warsaw.";
+    let raw = r#"{"entities":[{"name":"Marie Curie","type":"person"}],"claims":[{"statement":"Curie was born in Warsaw in 1868.","quote":"born in Warsaw","subject":"Marie Curie"}]}"#;
+    let j = relata_validate::judge_extract(&config, source, raw.as_bytes());
+    let claim = j.rows().iter().find(|r| r.kind == RowKind::Claim).unwrap();
+    assert_eq!(claim.status, RowStatus::Rejected);
+    assert_eq!(claim.reason, Some(relata_core::Reason::Inconsistent));
+}
