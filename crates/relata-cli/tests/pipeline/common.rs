@@ -249,6 +249,14 @@ impl Worker {
         panic!("no /metrics on {url}; log:\n{}", self.log_text());
     }
 
+    /// Status code and body of `GET path` on the worker's HTTP port.
+    pub async fn get(&self, path: &str) -> (u16, String) {
+        let url = format!("http://127.0.0.1:{}{path}", self.port);
+        http_request(&url)
+            .await
+            .unwrap_or_else(|e| panic!("GET {url}: {e}"))
+    }
+
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
@@ -291,8 +299,15 @@ impl Drop for Worker {
     }
 }
 
-/// A minimal HTTP GET over a plain socket (the tests need nothing more).
+/// A minimal HTTP GET over a plain socket (the tests need nothing more): 200 bodies only.
 async fn http_get(url: &str) -> std::io::Result<String> {
+    match http_request(url).await? {
+        (200, body) => Ok(body),
+        (status, _) => Err(std::io::Error::other(format!("HTTP {status}"))),
+    }
+}
+
+async fn http_request(url: &str) -> std::io::Result<(u16, String)> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let rest = url.strip_prefix("http://").unwrap();
     let (host, path) = rest.split_once('/').unwrap();
@@ -304,10 +319,15 @@ async fn http_get(url: &str) -> std::io::Result<String> {
     let mut buf = Vec::new();
     s.read_to_end(&mut buf).await?;
     let text = String::from_utf8_lossy(&buf).into_owned();
-    match text.split_once("\r\n\r\n") {
-        Some((head, body)) if head.starts_with("HTTP/1.1 200") => Ok(body.to_owned()),
-        _ => Err(std::io::Error::other("not a 200")),
-    }
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| std::io::Error::other("no HTTP head"))?;
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .ok_or_else(|| std::io::Error::other("no HTTP status"))?;
+    Ok((status, body.to_owned()))
 }
 
 /// The value of one sample in a Prometheus text exposition, 0 when absent.

@@ -71,7 +71,11 @@ async fn unauthorized_is_dead_lettered_without_retry_and_poison_does_not_stop_th
         0.0,
         "{m}"
     );
-    // Not ready while the provider refuses us.
+    // Alive, but not ready while the provider refuses us.
+    assert_eq!(worker.get("/healthz").await.0, 200);
+    let (status, body) = worker.get("/readyz").await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("model provider refused"), "{body}");
     let depths = broker.queue_depths().await.unwrap();
     let dead = depths.iter().find(|q| q.name.ends_with(".dead")).unwrap();
     assert_eq!(dead.messages, Some(2), "{depths:?}");

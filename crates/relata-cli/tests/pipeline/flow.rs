@@ -149,6 +149,8 @@ async fn ingest_extract_classify_end_to_end() {
         "{m}"
     );
 
+    assert_eq!(extract.get("/readyz").await.0, 200);
+
     // Graceful stop.
     assert_eq!(extract.terminate(), Some(0));
     assert_eq!(classify.terminate(), Some(0));

@@ -10,4 +10,5 @@
 mod common;
 mod faults;
 mod flow;
+mod real_model;
 mod restart;
