@@ -212,3 +212,55 @@ impl Config {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(text: &str) -> std::path::PathBuf {
+        let n: u64 = std::process::id().into();
+        let path = std::env::temp_dir().join(format!("relata-config-{n}-{}.toml", text.len()));
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn an_unknown_key_is_refused_by_name() {
+        let path = file("databse_url = \"postgres://x\"\n");
+        let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
+        std::fs::remove_file(&path).unwrap();
+        assert!(err.contains("databse_url"), "{err}");
+    }
+
+    #[test]
+    fn check_settings_are_read_and_structural_checks_refuse_to_be_switched_off() {
+        let path = file("[checks.degenerate]\nenabled = true\nseverity = \"warn\"\n");
+        let config = Config::load(Some(&path)).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let gate = config.gate().unwrap();
+        assert_eq!(
+            gate.setting(Check::Degenerate).severity,
+            relata_core::Severity::Warn
+        );
+
+        let path = file("[checks.quote_found]\nenabled = false\nseverity = \"reject\"\n\n");
+        let config = Config::load(Some(&path)).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let err = config.gate().unwrap_err().to_string();
+        assert!(
+            err.contains("quote_found") && err.contains("structural"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn worker_bounds_are_validated() {
+        let mut config = Config::default();
+        config.worker.classify_batch = 51;
+        let err = config.worker(Task::Classify).unwrap_err().to_string();
+        assert!(err.contains("classify batch"), "{err}");
+        config.worker.classify_batch = 10;
+        config.worker.concurrency = 0;
+        assert!(config.worker(Task::Extract).is_err());
+    }
+}
