@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use relata_core::Task;
+use relata_core::{JobId, JobMessage, Task};
 use relata_testkit::FakeOptions;
 
 use crate::common::{Env, corpus_path, route, sample};
@@ -150,6 +150,49 @@ async fn ingest_extract_classify_end_to_end() {
     );
 
     assert_eq!(extract.get("/readyz").await.0, 200);
+
+    // Redelivery of committed jobs (the broker's at-least-once): acked, no model call.
+    let before = env.fake.chat_requests().len();
+    let broker = env.broker().await;
+    let committed: Vec<JobId> = env
+        .export()
+        .iter()
+        .filter(|r| r["kind"] == "claim")
+        .filter_map(|r| JobId::parse(r["provenance"]["job_id"].as_str()?))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(committed.len(), 2);
+    for id in &committed {
+        let msg = JobMessage::new(Task::Extract, id.clone());
+        broker
+            .publish(Task::Extract, id, &msg.encode())
+            .await
+            .unwrap();
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let m = extract.metrics().await;
+        if sample(
+            &m,
+            "relata_jobs_total",
+            &[("task", "extract"), ("outcome", "already_done")],
+        ) >= 2.0
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "redeliveries not acked: {m}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        env.fake.chat_requests().len(),
+        before,
+        "a committed job went to the model again"
+    );
+    broker.close().await;
 
     // Graceful stop.
     assert_eq!(extract.terminate(), Some(0));
