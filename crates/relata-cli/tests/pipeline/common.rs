@@ -100,10 +100,19 @@ impl Env {
 
     /// A worker process serving metrics on a free port.
     pub fn spawn_worker(&self, task: Task) -> Worker {
+        self.spawn_worker_with(task, 2)
+    }
+
+    pub fn spawn_worker_with(&self, task: Task, concurrency: u16) -> Worker {
         let port = free_port();
         let log = self.dir.join(format!("worker-{task}-{port}.log"));
         let child = self
-            .command(&["worker", task.as_str(), "--concurrency", "2"])
+            .command(&[
+                "worker",
+                task.as_str(),
+                "--concurrency",
+                &concurrency.to_string(),
+            ])
             .env("RELATA_METRICS_ADDR", format!("127.0.0.1:{port}"))
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).unwrap())
