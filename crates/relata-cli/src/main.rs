@@ -5,10 +5,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod backfill;
 mod check;
 mod config;
 mod pipeline;
 mod probe;
+mod report;
 
 use std::path::PathBuf;
 
@@ -36,8 +38,10 @@ enum Command {
     Migrate,
     /// Read a corpus (a directory, a JSONL file or JSONL on stdin), store new and changed
     /// documents, and publish one extract job per chunk that has none for the current task
-    /// version. Safe to re-run: an unchanged corpus publishes nothing. Exit 1 when some
-    /// input was bad (it is named on stderr; the rest is ingested).
+    /// version. Safe to re-run and to schedule: an unchanged corpus publishes nothing, and
+    /// one run per source at a time holds a lock. Exit 0 done, 1 some input was bad (it is
+    /// named on stderr; the rest is ingested), 2 could not run, 75 another run of the same
+    /// source holds the lock (--wait waits instead).
     Ingest(pipeline::IngestArgs),
     /// Work a queue: extract (entities and claims from chunks) or classify (relations
     /// between claim pairs). Serves /metrics, /healthz and /readyz. SIGTERM or Ctrl-C
@@ -50,10 +54,21 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Re-run a task over stored inputs under the current task version (after a prompt,
+    /// schema or model change, or for what failed before), selected by source, ingestion
+    /// time, previous state and version; paced, resumable, never publishing a job twice for
+    /// the same task version. Exit 0 done, 2 error, 75 another backfill of the task is
+    /// running, 130 interrupted (re-run to continue).
+    Backfill(backfill::BackfillArgs),
+    /// Validation failure rates by day, task, prompt version and model, with the top
+    /// rejection reasons. --check-doubling exits 1 when the last 24 hours' rate is more than
+    /// twice the baseline's (with enough volume), 0 otherwise.
+    Report(report::ReportArgs),
     /// Write documents, entities, claims and relations as JSONL (one record per line, with
-    /// a `kind` field) to stdout.
+    /// a `kind` field) to stdout: the current task version's results, superseding older
+    /// ones.
     Export {
-        /// Include rows of superseded document revisions.
+        /// Include every row: superseded document revisions and older task versions.
         #[arg(long)]
         all_versions: bool,
     },
@@ -97,6 +112,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             Command::Export { all_versions } => {
                 pipeline::export(&config, all_versions).await.map(|()| 0)
             }
+            Command::Backfill(args) => backfill::run(&config, args).await,
+            Command::Report(args) => report::run(&config, args).await,
             Command::Check(_) | Command::Model(_) => Ok(0),
         }
     })

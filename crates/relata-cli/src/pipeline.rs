@@ -82,7 +82,14 @@ pub struct IngestArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     pub json: bool,
+    /// When another ingestion of the same source holds the lock, wait for it instead of
+    /// exiting 75.
+    #[arg(long)]
+    pub wait: bool,
 }
+
+/// Exit code of `relata ingest` when another run of the same source holds the lock.
+pub const EXIT_INGEST_LOCKED: u8 = crate::backfill::EXIT_LOCKED;
 
 /// `relata ingest`. Exit code 0 when every item was ingested, 1 when some input was bad
 /// (the rest was ingested), an error when the run could not proceed.
@@ -98,6 +105,30 @@ pub async fn ingest_cmd(config: &Config, args: IngestArgs) -> Result<u8> {
     };
     let version = TaskVersion::new(&EXTRACT_V1, EXTRACT_PROMPT_VERSION, &config.model_name()?);
     let store = store(config).await?;
+    // One run per source at a time: a PostgreSQL advisory lock held for the whole run and
+    // released with the session, also when the process dies.
+    let lock_name = format!("ingest:{}", args.source);
+    let lock = match store.try_run_lock(&lock_name).await? {
+        Some(lock) => lock,
+        None if args.wait => {
+            eprintln!(
+                "another `relata ingest --source {}` is running; waiting for it (--wait)",
+                args.source
+            );
+            store.run_lock_wait(&lock_name).await?
+        }
+        None => {
+            let holder = store.run_lock_holder(&lock_name).await.ok().flatten();
+            eprintln!(
+                "another `relata ingest --source {}` is running against this database{}; not starting (exit {EXIT_INGEST_LOCKED}; --wait waits instead)",
+                args.source,
+                holder
+                    .map(|h| format!(" (PostgreSQL backend pid {})", h.pid))
+                    .unwrap_or_default()
+            );
+            return Ok(EXIT_INGEST_LOCKED);
+        }
+    };
     let broker = broker(config).await?;
     let progress = if std::io::stderr().is_terminal() {
         let p = ProgressBar::new_spinner();
@@ -126,6 +157,7 @@ pub async fn ingest_cmd(config: &Config, args: IngestArgs) -> Result<u8> {
     .await?;
     progress.finish_and_clear();
     broker.close().await;
+    let _ = lock.release().await;
     if args.json {
         println!("{}", serde_json::to_string(&summary)?);
     } else {
@@ -286,7 +318,25 @@ pub async fn export(config: &Config, all_versions: bool) -> Result<()> {
     let store = store(config).await?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    let mut records = std::pin::pin!(store.export(all_versions));
+    // The configured model's task versions supersede older results; without a model name
+    // the newest completed result of each chunk and pair wins.
+    let current = match config.model_name() {
+        Ok(model) => relata_store::CurrentVersions {
+            extract: Some(
+                TaskVersion::new(&EXTRACT_V1, EXTRACT_PROMPT_VERSION, &model).fingerprint(),
+            ),
+            classify: Some(
+                TaskVersion::new(
+                    &relata_core::CLASSIFY_V1,
+                    relata_model::CLASSIFY_PROMPT_VERSION,
+                    &model,
+                )
+                .fingerprint(),
+            ),
+        },
+        Err(_) => relata_store::CurrentVersions::default(),
+    };
+    let mut records = std::pin::pin!(store.export_versions(all_versions, current));
     while let Some(record) = records.next().await {
         serde_json::to_writer(&mut out, &record?)?;
         out.write_all(b"\n")?;

@@ -31,10 +31,13 @@
 //!   self-describing.
 //! * classify: `"pairs:" + "lo-hi,lo-hi,…"` over the pairs in ascending order.
 
+mod backfill;
 mod commit;
 mod documents;
+mod drift;
 mod error;
 mod jobs;
+mod lock;
 mod normalize;
 mod pairs;
 mod report;
@@ -46,14 +49,21 @@ use sha2::{Digest, Sha256};
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
+pub use backfill::{
+    BackfillAction, BackfillCount, BackfillSelector, ExtractCandidate, PairCandidate, PriorState,
+};
+pub use drift::{
+    DoublingCheck, DoublingVerdict, DriftRow, FailureCounts, RateLevel, ReasonCount, judge_doubling,
+};
 pub use error::{ErrorKind, Result, StoreError};
 pub use jobs::{classify_job_id, extract_job_id};
+pub use lock::{LockHolder, RunLock, lock_key};
 pub use normalize::normalize_name;
 /// Dead-letter reasons are relata-core's closed set (also the queue's header and label).
 pub use relata_core::DeadReason;
 pub use report::{
-    DeadLetterCount, ExportClaim, ExportDocument, ExportEntity, ExportRecord, ExportRelation,
-    InvalidRate, JobCount, Provenance, ReviewItem, Status,
+    CurrentVersions, DeadLetterCount, ExportClaim, ExportDocument, ExportEntity, ExportRecord,
+    ExportRelation, InvalidRate, JobCount, Provenance, ReviewItem, Status,
 };
 pub use types::{
     CallOutcome, ChunkRow, ChunkSpan, ClaimForClassify, CommitOutcome, Committed, JobRow, JobState,

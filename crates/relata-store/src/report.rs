@@ -8,6 +8,18 @@ use sqlx::postgres::PgRow;
 use crate::error::{Result, StoreError};
 use crate::{Store, to_usize};
 
+// The one extract job per chunk whose rows are exported. $2: the current extract
+// fingerprint ('' for none).
+macro_rules! winning_extract_jobs {
+    () => {
+        "WITH win AS (
+             SELECT DISTINCT ON (chunk_id) job_id FROM jobs
+             WHERE task = 'extract' AND state IN ('accepted', 'partial')
+             ORDER BY chunk_id, (task_version_fingerprint = $2) DESC, completed_at DESC, job_id DESC)
+         "
+    };
+}
+
 /// Jobs of one task in one state.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct JobCount {
@@ -202,20 +214,41 @@ impl Store {
         })
     }
 
-    /// Every stored record, streamed (rows are decoded as they arrive; nothing is
-    /// collected): documents first, then entities, claims, relations, each in id order.
-    ///
-    /// With `all_versions == false`, one `document` record per document with its current
-    /// text, and only the entities and claims extracted from current revisions (and the
-    /// relations between such claims). With `true`, one `document` record per revision,
-    /// and every row ever extracted. Either way a claim's offsets index the text of the
-    /// document record with the same `revision_id`.
-    ///
-    /// The four queries run one after another, each on its own snapshot.
+    /// Every stored record, streamed, with no task version named current: as
+    /// [`Store::export_versions`] with [`CurrentVersions::default`] (the most recently
+    /// completed result of each chunk and pair wins).
     pub fn export(
         &self,
         all_versions: bool,
     ) -> impl Stream<Item = Result<ExportRecord>> + Send + '_ {
+        self.export_versions(all_versions, CurrentVersions::default())
+    }
+
+    /// Every stored record, streamed (rows are decoded as they arrive; nothing is
+    /// collected): documents first, then entities, claims, relations, each in id order.
+    ///
+    /// With `all_versions == false`: one `document` record per document with its current
+    /// text, and the *current* results only:
+    ///
+    /// * of each chunk of a current revision, the entities and claims of one extract job —
+    ///   the job of `current.extract` if it completed `accepted` or `partial`, else the most
+    ///   recently completed `accepted`/`partial` job of any task version (a result that
+    ///   was rejected whole has no rows to supersede older ones with);
+    /// * of each unordered claim pair, one relation — the one of `current.classify` if
+    ///   there is one, else the newest — and only between claims that are exported.
+    ///
+    /// With `true`: one `document` record per revision, and every row ever extracted,
+    /// whatever its task version. Either way a claim's offsets index the text of the
+    /// document record with the same `revision_id`, and every row carries its provenance.
+    ///
+    /// The four queries run one after another, each on its own snapshot.
+    pub fn export_versions(
+        &self,
+        all_versions: bool,
+        current: CurrentVersions,
+    ) -> impl Stream<Item = Result<ExportRecord>> + Send + '_ {
+        let extract_fp = current.extract.unwrap_or_default();
+        let classify_fp = current.classify.unwrap_or_default();
         let docs = sqlx::query(
             "SELECT d.id, r.id, d.source, d.external_id, d.title, r.sha256, r.text,
                     r.id = d.current_revision_id
@@ -226,47 +259,73 @@ impl Store {
         .bind(all_versions)
         .fetch(&self.pool)
         .map(|r| decode(r, document));
-        let entities = sqlx::query(
+        let entities = sqlx::query(concat!(
+            winning_extract_jobs!(),
             "SELECT e.id, e.document_id, e.revision_id, e.chunk_id, e.name, e.name_normalized,
                     e.entity_type, m.id, m.job_id, m.model, m.prompt_version, m.schema_id,
                     m.schema_version, m.schema_sha256, m.started_at
              FROM entities e JOIN model_calls m ON m.id = e.call_id
              JOIN documents d ON d.id = e.document_id
-             WHERE $1 OR e.revision_id = d.current_revision_id
-             ORDER BY e.id",
-        )
+             WHERE $1 OR (e.revision_id = d.current_revision_id
+                          AND e.job_id IN (SELECT job_id FROM win))
+             ORDER BY e.id"
+        ))
         .bind(all_versions)
+        .bind(extract_fp.clone())
         .fetch(&self.pool)
         .map(|r| decode(r, entity));
-        let claims = sqlx::query(
+        let claims = sqlx::query(concat!(
+            winning_extract_jobs!(),
             "SELECT c.id, c.document_id, c.revision_id, c.chunk_id, c.statement, c.quote,
                     c.quote_start, c.quote_end, c.subject, c.entity_id,
                     m.id, m.job_id, m.model, m.prompt_version, m.schema_id,
                     m.schema_version, m.schema_sha256, m.started_at
              FROM claims c JOIN model_calls m ON m.id = c.call_id
              JOIN documents d ON d.id = c.document_id
-             WHERE $1 OR c.revision_id = d.current_revision_id
-             ORDER BY c.id",
-        )
+             WHERE $1 OR (c.revision_id = d.current_revision_id
+                          AND c.job_id IN (SELECT job_id FROM win))
+             ORDER BY c.id"
+        ))
         .bind(all_versions)
+        .bind(extract_fp.clone())
         .fetch(&self.pool)
         .map(|r| decode(r, claim));
-        let relations = sqlx::query(
-            "SELECT x.id, x.claim_a, x.claim_b, x.relation,
+        let relations = sqlx::query(concat!(
+            winning_extract_jobs!(),
+            ", live AS (
+                 SELECT c.id FROM claims c JOIN documents d ON d.id = c.document_id
+                 WHERE c.revision_id = d.current_revision_id
+                   AND c.job_id IN (SELECT job_id FROM win)),
+             best AS (
+                 SELECT DISTINCT ON (least(x.claim_a, x.claim_b), greatest(x.claim_a, x.claim_b)) x.id
+                 FROM claim_relations x
+                 ORDER BY least(x.claim_a, x.claim_b), greatest(x.claim_a, x.claim_b),
+                          (x.task_version_fingerprint = $3) DESC, x.id DESC)
+             SELECT x.id, x.claim_a, x.claim_b, x.relation,
                     m.id, m.job_id, m.model, m.prompt_version, m.schema_id,
                     m.schema_version, m.schema_sha256, m.started_at
              FROM claim_relations x JOIN model_calls m ON m.id = x.call_id
-             JOIN claims a ON a.id = x.claim_a JOIN documents da ON da.id = a.document_id
-             JOIN claims b ON b.id = x.claim_b JOIN documents db ON db.id = b.document_id
-             WHERE $1 OR (a.revision_id = da.current_revision_id
-                          AND b.revision_id = db.current_revision_id)
-             ORDER BY x.id",
-        )
+             WHERE $1 OR (x.id IN (SELECT id FROM best)
+                          AND x.claim_a IN (SELECT id FROM live)
+                          AND x.claim_b IN (SELECT id FROM live))
+             ORDER BY x.id"
+        ))
         .bind(all_versions)
+        .bind(extract_fp)
+        .bind(classify_fp)
         .fetch(&self.pool)
         .map(|r| decode(r, relation));
         docs.chain(entities).chain(claims).chain(relations)
     }
+}
+
+/// The task versions whose results supersede others in [`Store::export_versions`], by
+/// fingerprint ([`TaskVersion::fingerprint`](relata_core::TaskVersion::fingerprint)).
+/// `None`: no version is preferred; the newest completed result wins.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CurrentVersions {
+    pub extract: Option<String>,
+    pub classify: Option<String>,
 }
 
 fn decode(

@@ -14,5 +14,6 @@ mod documents;
 mod errors;
 mod jobs;
 mod migrations;
+mod ops;
 mod pairs;
 mod report;
