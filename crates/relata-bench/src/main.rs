@@ -1,0 +1,173 @@
+//! relata-bench: measured, repeatable figures for BENCHMARKS.md and RELIABILITY.md.
+//!
+//! Every subcommand creates its own database and queue prefix, talks only to 127.0.0.1,
+//! is bounded in count and time, and removes what it created. Workers are the real
+//! `relata` binary, run as processes (found next to this binary, or `--relata`).
+//!
+//! - `overhead`: pipeline overhead at concurrency 1, 8, 32 against the floor.
+//! - `corpus`: the real corpus (Wikipedia summaries) with the instant grounded fake.
+//! - `real`: the real model over a sample: acceptance by reason, and saturation against
+//!   a direct load generator sending the same bodies.
+//! - `reliability`: the fault scenarios, one row each (scripts/reliability).
+
+mod overhead;
+mod real;
+mod reliability;
+mod responder;
+mod world;
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand, ValueEnum};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "relata-bench",
+    about = "relata's benchmarks and reliability suite"
+)]
+struct Cli {
+    /// The relata binary to run (default: next to this one).
+    #[arg(long, global = true)]
+    relata: Option<PathBuf>,
+    /// Keep the databases and queues created (for inspection).
+    #[arg(long, global = true)]
+    keep: bool,
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum SizeArg {
+    Small,
+    Large,
+}
+
+#[derive(Debug, Subcommand)]
+enum Cmd {
+    /// Pipeline overhead and the floor.
+    Overhead {
+        /// Chunks (one per synthetic document) per run.
+        #[arg(long, default_value_t = 3000)]
+        chunks: usize,
+        #[arg(long, value_delimiter = ',', default_value = "1,8,32")]
+        concurrency: Vec<u16>,
+    },
+    /// The real corpus with the instant grounded fake model.
+    Corpus {
+        /// The summaries JSON (RELATA_REAL_MODEL_SUMMARIES).
+        #[arg(long, env = "RELATA_REAL_MODEL_SUMMARIES")]
+        summaries: PathBuf,
+        #[arg(long)]
+        limit: Option<usize>,
+        #[arg(long, default_value_t = 8)]
+        concurrency: u16,
+    },
+    /// The real model (RELATA_MODEL_URL etc., from scripts/real-model.sh) over a sample.
+    Real {
+        #[arg(long, env = "RELATA_REAL_MODEL_SUMMARIES")]
+        summaries: PathBuf,
+        #[arg(long, default_value_t = 20)]
+        docs: usize,
+        #[arg(long, default_value_t = 2)]
+        concurrency: u16,
+    },
+    /// The reliability scenarios.
+    Reliability {
+        #[arg(long, value_enum, default_value = "small")]
+        size: SizeArg,
+        /// Run only this scenario.
+        #[arg(long)]
+        only: Option<String>,
+    },
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() -> Result<()> {
+    let cli = Cli::parse();
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let relata = world::relata_binary(cli.relata.as_deref())?;
+    println!(
+        "machine: {}; load average {}; relata {}",
+        world::machine(),
+        world::loadavg(),
+        relata.display()
+    );
+    match cli.command {
+        Cmd::Overhead {
+            chunks,
+            concurrency,
+        } => {
+            println!(
+                "{:>4} {:>6} {:>7} {:>9} {:>10} {:>8} {:>8} {:>9} {:>9} {:>9} {:>8} {:>7}",
+                "conc",
+                "chunks",
+                "rows",
+                "ingest_s",
+                "chunks/s",
+                "rows/s",
+                "p50_ms",
+                "p99_ms",
+                "cpu_ms/j",
+                "rss_MiB",
+                "floor/s",
+                "ratio"
+            );
+            for c in concurrency {
+                let run = overhead::run_one(&relata, chunks, c, cli.keep).await?;
+                let floor = overhead::floor(&relata, run.jobs as usize, 10, c).await?;
+                let floor_rate = run.jobs as f64 / (floor.queue_s + floor.store_s);
+                println!(
+                    "{:>4} {:>6} {:>7} {:>9.2} {:>10.1} {:>8.0} {:>8.2} {:>9.2} {:>9.3} {:>9.1} {:>8.1} {:>7.2}",
+                    c,
+                    run.jobs,
+                    run.rows,
+                    run.ingest_s,
+                    run.chunks_per_s(),
+                    run.rows_per_s(),
+                    run.p50_ms,
+                    run.p99_ms,
+                    run.cpu_ms_per_job,
+                    run.peak_rss_mib,
+                    floor_rate,
+                    run.chunks_per_s() / floor_rate
+                );
+                println!(
+                    "     states {:?}; span {:.2} s (worker wall incl. 2 s idle exit {:.2} s); floor: queue {:.2} s ({:.0} msg/s), store {:.2} s ({:.0} jobs/s, {:.0} rows/s); load {}",
+                    run.states,
+                    run.span_s,
+                    run.wall_s,
+                    floor.queue_s,
+                    run.jobs as f64 / floor.queue_s,
+                    floor.store_s,
+                    run.jobs as f64 / floor.store_s,
+                    run.jobs as f64 * 10.0 / floor.store_s,
+                    world::loadavg()
+                );
+            }
+        }
+        Cmd::Corpus {
+            summaries,
+            limit,
+            concurrency,
+        } => {
+            real::corpus(&relata, &summaries, limit, concurrency, cli.keep).await?;
+        }
+        Cmd::Real {
+            summaries,
+            docs,
+            concurrency,
+        } => {
+            real::real(&relata, &summaries, docs, concurrency, cli.keep).await?;
+        }
+        Cmd::Reliability { size, only } => {
+            let size = match size {
+                SizeArg::Small => reliability::Size::Small,
+                SizeArg::Large => reliability::Size::Large,
+            };
+            reliability::run(&relata, size, only.as_deref()).await?;
+        }
+    }
+    println!("done; load average {}", world::loadavg());
+    Ok(())
+}

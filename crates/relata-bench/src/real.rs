@@ -1,0 +1,252 @@
+//! The real corpus with the instant fake, and the real model over a sample.
+
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use futures::StreamExt;
+
+use crate::overhead::ledger_figures;
+use crate::responder::{Mode, Responder};
+use crate::world::{World, clock_ticks, wait_sampling};
+
+/// The summaries file (a JSON object: title → {title, extract, ...}) as JSONL, the first
+/// `limit` documents (all when `None`). Returns how many were written.
+pub fn summaries_to_jsonl(summaries: &Path, out: &Path, limit: Option<usize>) -> Result<usize> {
+    let text = std::fs::read_to_string(summaries)
+        .with_context(|| format!("reading {}", summaries.display()))?;
+    let data: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text)?;
+    let mut f = std::io::BufWriter::new(std::fs::File::create(out)?);
+    let mut n = 0;
+    for (title, v) in data.iter().take(limit.unwrap_or(usize::MAX)) {
+        let line = serde_json::json!({
+            "id": title,
+            "title": v.get("title").and_then(|t| t.as_str()).unwrap_or(title),
+            "text": v.get("extract").and_then(|t| t.as_str()).unwrap_or(""),
+        });
+        writeln!(f, "{line}")?;
+        n += 1;
+    }
+    f.flush()?;
+    Ok(n)
+}
+
+async fn print_store(world: &World) -> Result<()> {
+    let pool = world.store.pool();
+    for (label, sql) in [
+        ("documents", "SELECT count(*) FROM documents"),
+        ("chunks", "SELECT count(*) FROM chunks"),
+        ("entities", "SELECT count(*) FROM entities"),
+        ("claims", "SELECT count(*) FROM claims"),
+        ("relations", "SELECT count(*) FROM claim_relations"),
+        ("warnings", "SELECT count(*) FROM warnings"),
+        ("invalid_outputs", "SELECT count(*) FROM invalid_outputs"),
+        ("model_calls", "SELECT count(*) FROM model_calls"),
+    ] {
+        println!("  {label:<16} {}", world.count(sql).await?);
+    }
+    for task in ["extract", "classify"] {
+        println!("  jobs {task:<11} {:?}", world.jobs(task).await?);
+    }
+    let calls: Vec<(String, String, i64)> = sqlx::query_as(
+        "SELECT task, outcome, count(*) FROM model_calls GROUP BY 1, 2 ORDER BY 1, 2",
+    )
+    .fetch_all(pool)
+    .await?;
+    println!("  model_calls by outcome: {calls:?}");
+    let reasons: Vec<(String, String, Option<String>, i64)> = sqlx::query_as(
+        "SELECT task, reason, row_kind, count(*) FROM invalid_outputs GROUP BY 1, 2, 3 ORDER BY 4 DESC",
+    )
+    .fetch_all(pool)
+    .await?;
+    println!("  invalid_outputs by (task, reason, row kind; none = whole response):");
+    for (t, r, k, n) in reasons {
+        println!("    {t} {r} {} {n}", k.unwrap_or_else(|| "none".into()));
+    }
+    let warns: Vec<(String, i64)> =
+        sqlx::query_as("SELECT warning, count(*) FROM warnings GROUP BY 1 ORDER BY 2 DESC")
+            .fetch_all(pool)
+            .await?;
+    println!("  warnings: {warns:?}");
+    Ok(())
+}
+
+/// All summaries, instant grounded fake: ingest (with publish), extract, classify.
+pub async fn corpus(
+    relata: &Path,
+    summaries: &Path,
+    limit: Option<usize>,
+    concurrency: u16,
+    keep: bool,
+) -> Result<()> {
+    let responder = Responder::start(Mode::Grounded {
+        rows: 10,
+        delay: Duration::ZERO,
+    })
+    .await?;
+    let c = concurrency.to_string();
+    let world = World::new(
+        relata,
+        &responder.base_url(),
+        &[("RELATA_MODEL_MAX_CONCURRENCY", &c)],
+    )
+    .await?;
+    let jsonl = world.dir.join("summaries.jsonl");
+    let t = Instant::now();
+    let docs = summaries_to_jsonl(summaries, &jsonl, limit)?;
+    println!(
+        "convert to JSONL: {docs} documents in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    let ingest = world.ingest(&jsonl)?;
+    println!("ingest + publish: {:.1} s", ingest.as_secs_f64());
+    let ticks = clock_ticks() as f64;
+    for task in ["extract", "classify"] {
+        let child =
+            world.spawn_worker(task, &["--concurrency", &c, "--exit-when-idle", "3"], None)?;
+        let (status, stats, wall) = wait_sampling(child, Duration::from_secs(1800)).await?;
+        let (jobs, _, span, p50, p99) = ledger_figures(&world, task).await?;
+        println!(
+            "{task}: worker exit {status}; {jobs} jobs in {span:.1} s ({:.0} jobs/s; wall incl. 3 s idle exit {:.1} s); \
+             p50 {p50:.1} ms p99 {p99:.1} ms; cpu {:.2} ms/job; peak RSS {:.1} MiB",
+            jobs as f64 / span,
+            wall.as_secs_f64(),
+            stats.cpu_ticks as f64 / ticks * 1000.0 / jobs.max(1) as f64,
+            stats.peak_rss_kib as f64 / 1024.0
+        );
+    }
+    println!(
+        "model requests answered by the fake: {}",
+        responder.chat_requests()
+    );
+    print_store(&world).await?;
+    world.teardown(keep).await;
+    Ok(())
+}
+
+/// The real model over a sample through relata (acceptance by reason), then the same
+/// extract request bodies sent directly at the same concurrency (saturation).
+pub async fn real(
+    relata: &Path,
+    summaries: &Path,
+    docs: usize,
+    concurrency: u16,
+    keep: bool,
+) -> Result<()> {
+    let upstream = std::env::var("RELATA_MODEL_URL")
+        .context("RELATA_MODEL_URL (eval scripts/real-model.sh)")?;
+    let proxy = Responder::start(Mode::Proxy {
+        upstream: upstream.clone(),
+    })
+    .await?;
+    let c = concurrency.to_string();
+    let mut env: Vec<(String, String)> = vec![("RELATA_MODEL_MAX_CONCURRENCY".into(), c.clone())];
+    for k in [
+        "RELATA_MODEL_NAME",
+        "RELATA_MODEL_DIALECT",
+        "RELATA_MODEL_MAX_TOKENS",
+        "RELATA_MODEL_REQUEST_TIMEOUT_MS",
+    ] {
+        if let Ok(v) = std::env::var(k) {
+            env.push((k.into(), v));
+        }
+    }
+    let env_ref: Vec<(&str, &str)> = env.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let world = World::new(relata, &proxy.base_url(), &env_ref).await?;
+    let jsonl = world.dir.join("sample.jsonl");
+    let n = summaries_to_jsonl(summaries, &jsonl, Some(docs))?;
+    world.ingest(&jsonl)?;
+    let (jobs, _) = world.progress("extract").await?;
+    println!("sample: {n} documents, {jobs} extract jobs; concurrency {concurrency}");
+
+    let t = Instant::now();
+    let child = world.spawn_worker(
+        "extract",
+        &["--concurrency", &c, "--exit-when-idle", "5"],
+        None,
+    )?;
+    let done = world
+        .wait_done("extract", jobs, Duration::from_secs(3600))
+        .await?;
+    let relata_s = t.elapsed().as_secs_f64();
+    let (status, stats, _) = wait_sampling(child, Duration::from_secs(120)).await?;
+    let bodies: Vec<crate::responder::Recorded> =
+        proxy.recorded.lock().map(|l| l.clone()).unwrap_or_default();
+    println!(
+        "relata extract: all terminal = {done}; {jobs} jobs in {relata_s:.1} s ({:.4} jobs/s); {} model requests; worker exit {status}, peak RSS {:.1} MiB",
+        jobs as f64 / relata_s,
+        bodies.len(),
+        stats.peak_rss_kib as f64 / 1024.0
+    );
+    if let (Some(first), Some(last)) = (
+        bodies.iter().map(|r| r.received).min(),
+        bodies.iter().map(|r| r.answered).max(),
+    ) {
+        println!(
+            "  model busy span seen by the proxy: {:.1} s",
+            (last - first).as_secs_f64()
+        );
+    }
+
+    let (cjobs, _) = world.progress("classify").await?;
+    if cjobs > 0 {
+        let child = world.spawn_worker(
+            "classify",
+            &["--concurrency", &c, "--exit-when-idle", "5"],
+            None,
+        )?;
+        world
+            .wait_done("classify", cjobs, Duration::from_secs(1800))
+            .await?;
+        let _ = wait_sampling(child, Duration::from_secs(120)).await?;
+    }
+    println!("store after the real-model run:");
+    print_store(&world).await?;
+
+    // The direct load generator: the same extract bodies, same concurrency, no relata.
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(600))
+        .build()?;
+    let url = format!("{}/chat/completions", upstream.trim_end_matches('/'));
+    let t = Instant::now();
+    let codes: Vec<u16> = futures::stream::iter(bodies.iter().map(|r| r.body.clone()))
+        .map(|body| {
+            let client = client.clone();
+            let url = url.clone();
+            async move {
+                match client
+                    .post(&url)
+                    .header("content-type", "application/json")
+                    .body(body)
+                    .send()
+                    .await
+                {
+                    Ok(r) => {
+                        let s = r.status().as_u16();
+                        let _ = r.bytes().await;
+                        s
+                    }
+                    Err(_) => 0,
+                }
+            }
+        })
+        .buffer_unordered(usize::from(concurrency))
+        .collect()
+        .await;
+    let direct_s = t.elapsed().as_secs_f64();
+    let ok = codes.iter().filter(|c| **c == 200).count();
+    println!(
+        "direct: {} requests ({ok} HTTP 200) in {direct_s:.1} s ({:.4} req/s)",
+        codes.len(),
+        codes.len() as f64 / direct_s
+    );
+    println!(
+        "saturation: relata {:.4} jobs/s vs direct {:.4} req/s = {:.3} (target >= 0.95)",
+        jobs as f64 / relata_s,
+        codes.len() as f64 / direct_s,
+        (jobs as f64 / relata_s) / (codes.len() as f64 / direct_s)
+    );
+    world.teardown(keep).await;
+    Ok(())
+}

@@ -1,0 +1,358 @@
+//! One run's world: a fresh database and queue prefix, `relata` processes pointed at them,
+//! and what the benchmark reads back (the ledger, /proc).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use relata_queue::{Broker, BrokerConfig, TopologyConfig};
+use relata_store::Store;
+
+pub fn admin_url() -> String {
+    std::env::var("RELATA_BENCH_ADMIN_URL")
+        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
+}
+
+pub fn amqp_url() -> String {
+    std::env::var("RELATA_BENCH_AMQP_URL")
+        .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned())
+}
+
+fn unique(prefix: &str) -> String {
+    let n: u64 = rand::random();
+    format!("{prefix}{:010x}", n & 0xff_ffff_ffff)
+}
+
+/// The `relata` binary: `--relata`, else next to this executable.
+pub fn relata_binary(given: Option<&Path>) -> Result<PathBuf> {
+    if let Some(p) = given {
+        return Ok(p.to_owned());
+    }
+    let me = std::env::current_exe()?;
+    let p = me.with_file_name("relata");
+    if !p.exists() {
+        bail!(
+            "no relata binary at {}; build it (cargo build -p relata-cli) or pass --relata",
+            p.display()
+        );
+    }
+    Ok(p)
+}
+
+#[derive(Debug)]
+pub struct World {
+    pub db_name: String,
+    pub db_url: String,
+    pub prefix: String,
+    pub dir: PathBuf,
+    pub relata: PathBuf,
+    pub env: Vec<(String, String)>,
+    pub store: Store,
+}
+
+impl World {
+    /// A fresh database (migrated by `relata migrate`) and queue prefix; `model_url` is
+    /// the model every worker of this world talks to.
+    pub async fn new(relata: &Path, model_url: &str, env: &[(&str, &str)]) -> Result<World> {
+        let db_name = unique("relata_bench_");
+        let admin = admin_url();
+        let Some((server, _)) = admin.rsplit_once('/') else {
+            bail!("RELATA_BENCH_ADMIN_URL has no database part");
+        };
+        let db_url = format!("{server}/{db_name}");
+        let prefix = unique("bench");
+        let dir = std::env::temp_dir().join(unique("relata-bench-"));
+        std::fs::create_dir_all(&dir)?;
+        let mut vars: Vec<(String, String)> = vec![
+            ("RELATA_MODEL_URL".into(), model_url.into()),
+            ("RELATA_MODEL_NAME".into(), "fake-model".into()),
+            ("RELATA_MODEL_DIALECT".into(), "json_schema".into()),
+            ("RELATA_LOG".into(), "warn".into()),
+        ];
+        for (k, v) in env {
+            vars.retain(|(name, _)| name != k);
+            vars.push(((*k).to_owned(), (*v).to_owned()));
+        }
+        let mut world = World {
+            db_name,
+            db_url: db_url.clone(),
+            prefix,
+            dir,
+            relata: relata.to_owned(),
+            env: vars,
+            store: Store::connect(&admin).await?,
+        };
+        let out = world.command(&["migrate"]).output()?;
+        if !out.status.success() {
+            bail!("migrate: {}", String::from_utf8_lossy(&out.stderr));
+        }
+        world.store = Store::connect(&db_url).await?;
+        Ok(world)
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(&self.relata);
+        cmd.args(args)
+            .env_remove("RELATA_CONFIG")
+            .env("RELATA_DATABASE_URL", &self.db_url)
+            .env("RELATA_AMQP_URL", amqp_url())
+            .env("RELATA_QUEUE_PREFIX", &self.prefix)
+            .env("RELATA_METRICS_ADDR", "127.0.0.1:0");
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        cmd
+    }
+
+    /// `relata ingest --jsonl FILE`, timed. Exit 1 (some input bad) is reported, not fatal.
+    pub fn ingest(&self, jsonl: &Path) -> Result<Duration> {
+        let t = Instant::now();
+        let file = jsonl.to_str().context("path is not UTF-8")?;
+        let out = self
+            .command(&[
+                "ingest",
+                "--jsonl",
+                file,
+                "--source",
+                "bench",
+                "--title-field",
+                "title",
+            ])
+            .output()?;
+        let took = t.elapsed();
+        match out.status.code() {
+            Some(0) => {}
+            Some(1) => eprintln!(
+                "ingest: some input was bad: {}",
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .take(3)
+                    .collect::<Vec<_>>()
+                    .join(" | ")
+            ),
+            _ => bail!("ingest failed: {}", String::from_utf8_lossy(&out.stderr)),
+        }
+        Ok(took)
+    }
+
+    /// A worker process; stderr to a log file in the world's directory.
+    pub fn spawn_worker(
+        &self,
+        task: &str,
+        args: &[&str],
+        metrics_port: Option<u16>,
+    ) -> Result<Child> {
+        let n: u32 = rand::random();
+        let log = std::fs::File::create(self.dir.join(format!("worker-{task}-{n}.log")))?;
+        let mut all = vec!["worker", task];
+        all.extend_from_slice(args);
+        let mut cmd = self.command(&all);
+        if let Some(p) = metrics_port {
+            cmd.env("RELATA_METRICS_ADDR", format!("127.0.0.1:{p}"));
+        }
+        Ok(cmd.stdout(Stdio::null()).stderr(log).spawn()?)
+    }
+
+    pub fn broker_config(&self) -> BrokerConfig {
+        BrokerConfig {
+            topology: TopologyConfig {
+                prefix: self.prefix.clone(),
+                ..TopologyConfig::default()
+            },
+            ..BrokerConfig::new(amqp_url())
+        }
+    }
+
+    pub async fn teardown(self, keep: bool) {
+        if keep {
+            eprintln!(
+                "kept: database {} prefix {} dir {}",
+                self.db_name,
+                self.prefix,
+                self.dir.display()
+            );
+            return;
+        }
+        self.store.close().await;
+        if let Ok(b) = Broker::connect(self.broker_config()).await {
+            let _ = b.delete_topology().await;
+            b.close().await;
+        }
+        if let Ok(admin) = Store::connect(&admin_url()).await {
+            let _ = admin.drop_database_for_tests(&self.db_name).await;
+            admin.close().await;
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+
+    /// Extract (or classify) jobs by state.
+    pub async fn jobs(&self, task: &str) -> Result<Vec<(String, i64)>> {
+        Ok(sqlx::query_as(
+            "SELECT state, count(*) FROM jobs WHERE task = $1 GROUP BY state ORDER BY state",
+        )
+        .bind(task)
+        .fetch_all(self.store.pool())
+        .await?)
+    }
+
+    /// (total, queued) jobs of a task.
+    pub async fn progress(&self, task: &str) -> Result<(i64, i64)> {
+        let jobs = self.jobs(task).await?;
+        let total = jobs.iter().map(|(_, n)| n).sum();
+        let queued = jobs
+            .iter()
+            .filter(|(s, _)| s == "queued")
+            .map(|(_, n)| *n)
+            .sum();
+        Ok((total, queued))
+    }
+
+    pub async fn count(&self, sql: &'static str) -> Result<i64> {
+        Ok(sqlx::query_scalar(sql).fetch_one(self.store.pool()).await?)
+    }
+
+    /// Wait until every job of `task` is terminal (at least `min` of them), polling.
+    pub async fn wait_done(&self, task: &str, min: i64, within: Duration) -> Result<bool> {
+        let deadline = Instant::now() + within;
+        loop {
+            let (total, queued) = self.progress(task).await.unwrap_or((0, 1));
+            if total >= min && queued == 0 {
+                return Ok(true);
+            }
+            if Instant::now() > deadline {
+                return Ok(false);
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// What /proc said about a process while it ran.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ProcStats {
+    pub peak_rss_kib: u64,
+    pub cpu_ticks: u64,
+}
+
+pub fn clock_ticks() -> u64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(100)
+}
+
+pub fn read_proc(pid: u32) -> Option<ProcStats> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let peak = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())?;
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of stat; `rest` starts at field 3.
+    let utime: u64 = f.get(11)?.parse().ok()?;
+    let stime: u64 = f.get(12)?.parse().ok()?;
+    Some(ProcStats {
+        peak_rss_kib: peak,
+        cpu_ticks: utime + stime,
+    })
+}
+
+/// Wait for a child to exit (at most `within`, then SIGKILL), sampling /proc every 50 ms.
+pub async fn wait_sampling(
+    mut child: Child,
+    within: Duration,
+) -> Result<(ExitStatus, ProcStats, Duration)> {
+    let pid = child.id();
+    let started = Instant::now();
+    let mut last = ProcStats::default();
+    loop {
+        if let Some(s) = read_proc(pid) {
+            last = ProcStats {
+                peak_rss_kib: last.peak_rss_kib.max(s.peak_rss_kib),
+                cpu_ticks: s.cpu_ticks.max(last.cpu_ticks),
+            };
+        }
+        if let Some(status) = child.try_wait()? {
+            return Ok((status, last, started.elapsed()));
+        }
+        if started.elapsed() > within {
+            let _ = child.kill();
+            let status = child.wait()?;
+            eprintln!("worker {pid} did not exit within {within:?}; killed");
+            return Ok((status, last, started.elapsed()));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The machine, for the record beside every figure.
+pub fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split_once(':'))
+                .map(|(_, v)| v.trim().to_owned())
+        })
+        .unwrap_or_default();
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    let mem = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .next()
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse::<u64>().ok())
+        })
+        .unwrap_or(0);
+    format!("{cores} cores ({cpu}), {:.1} GiB", mem as f64 / 1048576.0)
+}
+
+pub fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// Percentile of a sorted slice (nearest rank).
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// A minimal HTTP GET (the worker's /metrics).
+pub async fn http_get(addr: &str, path: &str) -> std::io::Result<String> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut s = tokio::net::TcpStream::connect(addr).await?;
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await?;
+    let mut buf = Vec::new();
+    s.read_to_end(&mut buf).await?;
+    let text = String::from_utf8_lossy(&buf).into_owned();
+    Ok(text
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default())
+}
+
+pub fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
