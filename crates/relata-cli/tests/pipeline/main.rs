@@ -7,8 +7,10 @@
 // Test harness code: a failed unwrap is a failed test, with its location.
 #![allow(clippy::unwrap_used)]
 
+mod backfill;
 mod common;
 mod faults;
 mod flow;
 mod real_model;
+mod report;
 mod restart;

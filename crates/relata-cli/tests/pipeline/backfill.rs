@@ -1,0 +1,264 @@
+//! `relata backfill`: selectors, --dry-run, --limit, --rate, and an interrupted run
+//! resumed without publishing any job twice. No workers run: every published job stays on
+//! the queue, so the queue depth counts publications exactly.
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use relata_core::Task;
+use relata_testkit::FakeOptions;
+
+use crate::common::{Env, corpus_path};
+
+fn options() -> FakeOptions {
+    FakeOptions {
+        models: vec!["fake-model".into()],
+        ..FakeOptions::default()
+    }
+}
+
+/// Ready messages on the task's work queue.
+async fn depth(env: &Env, task: Task) -> u32 {
+    let broker = env.broker().await;
+    let name = format!("{}.{}", env.prefix, task.as_str());
+    let depths = broker.queue_depths().await.unwrap();
+    broker.close().await;
+    depths
+        .iter()
+        .find(|q| q.name == name)
+        .and_then(|q| q.messages)
+        .unwrap_or_else(|| panic!("no queue {name} in {depths:?}"))
+}
+
+fn corpus(env: &Env, name: &str, docs: usize, word: &str) -> std::path::PathBuf {
+    let dir = env.dir.join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 0..docs {
+        std::fs::write(
+            dir.join(format!("{word}-{i}.txt")),
+            format!("{word} document number {i} says something about {word}.\n"),
+        )
+        .unwrap();
+    }
+    dir
+}
+
+fn json_out(out: &std::process::Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "exit {:?}: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+fn ingest(env: &Env, dir: &std::path::Path, source: &str) {
+    let out = env.relata(&["ingest", corpus_path(dir), "--source", source, "--json"]);
+    json_out(&out);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn backfill_selectors_publish_exactly_the_selected_jobs_once() {
+    let mut env = Env::new(options(), vec![]).await;
+    let a = corpus(&env, "a", 3, "alpha");
+    let b = corpus(&env, "b", 2, "beta");
+    ingest(&env, &a, "a");
+    ingest(&env, &b, "b");
+    assert_eq!(depth(&env, Task::Extract).await, 5);
+
+    // Same task version: every chunk already has its job; nothing to publish.
+    let out = json_out(&env.relata(&["backfill", "--task", "extract", "--json"]));
+    assert_eq!(out["to_publish"], 0, "{out}");
+    assert_eq!(out["jobs_published"], 0);
+
+    // A model change makes a new task version.
+    env.set("RELATA_MODEL_NAME", "fake-model-2");
+
+    let dry = json_out(&env.relata(&[
+        "backfill",
+        "--task",
+        "extract",
+        "--source",
+        "a",
+        "--dry-run",
+        "--json",
+    ]));
+    assert_eq!(dry["to_publish"], 3, "{dry}");
+    assert_eq!(dry["selected"][0]["prior"], "queued", "{dry}");
+    assert_eq!(dry["selected"][0]["action"], "publish", "{dry}");
+    assert_eq!(depth(&env, Task::Extract).await, 5, "--dry-run published");
+
+    // A status nothing has: nothing selected.
+    let none = json_out(&env.relata(&[
+        "backfill",
+        "--task",
+        "extract",
+        "--status",
+        "invalid,dead",
+        "--json",
+    ]));
+    assert_eq!(none["to_publish"], 0, "{none}");
+    assert_eq!(depth(&env, Task::Extract).await, 5);
+
+    // Ingested in the future: nothing.
+    let later = json_out(&env.relata(&[
+        "backfill",
+        "--task",
+        "extract",
+        "--since",
+        "2999-01-01",
+        "--json",
+    ]));
+    assert_eq!(later["to_publish"], 0, "{later}");
+
+    // --limit publishes part, the next run the rest, the one after nothing.
+    let first = json_out(&env.relata(&[
+        "backfill", "--task", "extract", "--source", "a", "--limit", "2", "--json",
+    ]));
+    assert_eq!(first["jobs_published"], 2, "{first}");
+    assert_eq!(depth(&env, Task::Extract).await, 7);
+    let rest = json_out(&env.relata(&["backfill", "--task", "extract", "--source", "a", "--json"]));
+    assert_eq!(rest["jobs_published"], 1, "{rest}");
+    assert_eq!(rest["published_by_prior"]["queued"], 1, "{rest}");
+    let again =
+        json_out(&env.relata(&["backfill", "--task", "extract", "--source", "a", "--json"]));
+    assert_eq!(again["jobs_published"], 0, "{again}");
+    assert_eq!(depth(&env, Task::Extract).await, 8);
+
+    // --not-version: what has no result of the current version — source b's two chunks.
+    let nv = json_out(&env.relata(&["backfill", "--task", "extract", "--not-version", "--json"]));
+    assert_eq!(nv["jobs_published"], 2, "{nv}");
+    assert_eq!(depth(&env, Task::Extract).await, 10);
+
+    // Every job in the ledger was published exactly once: 5 of each version.
+    let store = env.store().await;
+    let status = store.status().await.unwrap();
+    assert_eq!(status.unpublished, 0);
+    let queued: i64 = status
+        .jobs
+        .iter()
+        .filter(|j| j.task == "extract")
+        .map(|j| j.count)
+        .sum();
+    assert_eq!(queued, 10);
+    env.teardown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_interrupted_backfill_resumes_without_publishing_twice_and_holds_its_rate() {
+    let mut env = Env::new(options(), vec![]).await;
+    let c = corpus(&env, "c", 30, "gamma");
+    ingest(&env, &c, "c");
+    assert_eq!(depth(&env, Task::Extract).await, 30);
+    env.set("RELATA_MODEL_NAME", "fake-model-2");
+
+    // 30 jobs at 10 per second take ~3 s; stop the run after about one.
+    let mut child = env
+        .command(&["backfill", "--task", "extract", "--rate", "10", "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        assert!(
+            Instant::now() < deadline,
+            "backfill did not stop on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let first: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(first["interrupted"], true);
+    let n1 = first["jobs_published"].as_u64().unwrap();
+    assert!(n1 > 0 && n1 < 30, "interrupted run published {n1}");
+    assert_eq!(u64::from(depth(&env, Task::Extract).await), 30 + n1);
+
+    // Resume: the rest, at 20 per second, and not one job twice.
+    let started = Instant::now();
+    let rest = json_out(&env.relata(&["backfill", "--task", "extract", "--rate", "20", "--json"]));
+    let elapsed = started.elapsed();
+    let n2 = rest["jobs_published"].as_u64().unwrap();
+    assert_eq!(n1 + n2, 30, "{first} then {rest}");
+    assert_eq!(depth(&env, Task::Extract).await, 60);
+    // Job k is not published before k/rate seconds: n2 jobs take at least (n2-1)/20 s.
+    let floor = Duration::from_secs_f64((n2 - 1) as f64 / 20.0);
+    assert!(
+        elapsed >= floor,
+        "{n2} jobs in {elapsed:?}, rate floor {floor:?}"
+    );
+
+    let again = json_out(&env.relata(&["backfill", "--task", "extract", "--json"]));
+    assert_eq!(again["jobs_published"], 0, "{again}");
+    assert_eq!(depth(&env, Task::Extract).await, 60);
+    env.teardown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overlapping_ingests_of_one_source_do_not_both_run() {
+    let env = Env::new(options(), vec![]).await;
+    let a = corpus(&env, "a", 2, "delta");
+    // Hold the ingest lock of source "a" as a running ingest would.
+    let store = env.store().await;
+    let lock = store.try_run_lock("ingest:a").await.unwrap().expect("lock");
+    let out = env.relata(&["ingest", corpus_path(&a), "--source", "a"]);
+    assert_eq!(
+        out.status.code(),
+        Some(75),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("another `relata ingest --source a` is running"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Another source is not blocked.
+    let out = env.relata(&["ingest", corpus_path(&a), "--source", "b"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // --wait waits for the lock, then runs.
+    let child = env
+        .command(&[
+            "ingest",
+            corpus_path(&a),
+            "--source",
+            "a",
+            "--wait",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(800)).await;
+    lock.release().await.unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["jobs_published"], 2);
+    assert_eq!(depth(&env, Task::Extract).await, 4);
+    env.teardown().await;
+}

@@ -1,0 +1,146 @@
+//! `relata report` and `relata report --check-doubling` against a store seeded with a week
+//! of history through the store's own commit path (one extract job per response).
+
+use chrono::{DateTime, Duration, Utc};
+use relata_core::{EXTRACT_V1, Reason, TaskVersion};
+use relata_store::{ChunkSpan, NewModelCall, Store};
+use relata_testkit::FakeOptions;
+use relata_validate::{GateConfig, judge_extract};
+
+use crate::common::Env;
+
+const VALID: &str = r#"{"entities":[{"name":"Seed Corp","type":"organization"}],"claims":[]}"#;
+
+/// Per day (0 = the 24 hours before `at`, 1..=7 the baseline): `n` responses, of which
+/// `fail` rejected whole (`not_json`) and the rest accepted with one entity.
+async fn seed(store: &Store, at: DateTime<Utc>, days: &[(i64, i64)]) {
+    let total: i64 = days.iter().map(|d| d.0).sum();
+    let mut text = String::new();
+    let mut spans = Vec::new();
+    for i in 0..total {
+        let start = text.len();
+        text.push_str(&format!(
+            "Seed Corp paragraph number {i} of the seeded history."
+        ));
+        spans.push(ChunkSpan {
+            start,
+            end: text.len(),
+        });
+        text.push_str("\n\n");
+    }
+    let up = store
+        .upsert_document("seed", "history", None, &text, &spans)
+        .await
+        .unwrap();
+    let version = TaskVersion::new(&EXTRACT_V1, "seed-prompt", "fake-model");
+    let jobs = store
+        .ensure_extract_jobs(&version, &up.chunk_ids)
+        .await
+        .unwrap();
+    let mut jobs = jobs.into_iter();
+    for (day, &(n, fail)) in days.iter().enumerate() {
+        for i in 0..n {
+            let job = jobs.next().unwrap();
+            let chunk = store.load_chunk(job.chunk_id.unwrap()).await.unwrap();
+            let t = at - Duration::days(day as i64) - Duration::minutes(5 + i);
+            let call = NewModelCall {
+                version: version.clone(),
+                started_at: t,
+                finished_at: t,
+                attempts: 1,
+                prompt_tokens: None,
+                completion_tokens: None,
+                excerpt: None,
+            };
+            if i < fail {
+                store
+                    .commit_invalid_envelope(&job.job_id, &call, Reason::NotJson, "seeded")
+                    .await
+                    .unwrap();
+            } else {
+                let j = judge_extract(&GateConfig::default(), &chunk.text, VALID.as_bytes());
+                store
+                    .commit_extract(&job.job_id, &call, &j, &chunk)
+                    .await
+                    .unwrap();
+            }
+        }
+    }
+}
+
+fn week(latest: (i64, i64), baseline: (i64, i64)) -> Vec<(i64, i64)> {
+    let mut days = vec![latest];
+    days.extend(std::iter::repeat_n(baseline, 7));
+    days
+}
+
+async fn check(env: &Env, at: DateTime<Utc>, min_volume: &str) -> (Option<i32>, String) {
+    let at = at.to_rfc3339();
+    let out = env.relata(&[
+        "report",
+        "--check-doubling",
+        "--baseline-days",
+        "7",
+        "--min-volume",
+        min_volume,
+        "--at",
+        &at,
+    ]);
+    (
+        out.status.code(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_doubling_is_silent_on_a_steady_week() {
+    let env = Env::new(FakeOptions::default(), vec![]).await;
+    let at = Utc::now();
+    seed(&env.store().await, at, &week((40, 4), (40, 4))).await;
+    let (code, out) = check(&env, at, "30").await;
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("ok extract: not doubled"), "{out}");
+
+    // The daily report shows every day, with the reason.
+    let report = env.relata(&["report", "--days", "10", "--json"]);
+    assert!(report.status.success());
+    let rows: serde_json::Value = serde_json::from_slice(&report.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert!(rows.len() >= 8, "{rows:?}");
+    assert_eq!(rows[0]["prompt_version"], "seed-prompt");
+    assert_eq!(rows[0]["top_reasons"][0]["reason"], "not_json");
+    let text = env.relata(&["report"]);
+    assert!(text.status.success());
+    assert!(String::from_utf8_lossy(&text.stdout).contains("seed-prompt"));
+    env.teardown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_doubling_fires_on_a_doubled_day() {
+    let env = Env::new(FakeOptions::default(), vec![]).await;
+    let at = Utc::now();
+    seed(&env.store().await, at, &week((40, 10), (40, 4))).await;
+    let (code, out) = check(&env, at, "30").await;
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("DOUBLED extract"), "{out}");
+    assert!(out.contains("response"), "{out}");
+    env.teardown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_doubling_is_silent_under_the_minimum_volume() {
+    let env = Env::new(FakeOptions::default(), vec![]).await;
+    let at = Utc::now();
+    seed(&env.store().await, at, &week((20, 10), (40, 4))).await;
+    let (code, out) = check(&env, at, "30").await;
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("fewer than 30 responses in the last 24 h"),
+        "{out}"
+    );
+    env.teardown().await;
+}
