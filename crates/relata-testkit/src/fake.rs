@@ -31,7 +31,9 @@ pub enum Behaviour {
         delay_ms: u64,
     },
     /// Accept the request and never answer (until the client goes away).
-    Hang,
+    // Empty struct variants, not unit variants: serde ignores unknown fields beside the
+    // tag of an internally tagged unit variant, and a script typo must be an error.
+    Hang {},
     /// Send the status line and headers announcing all of `body`, then only its first
     /// `after_bytes` bytes, then reset the connection (`SO_LINGER` 0: a real RST).
     ResetMidBody {
@@ -40,7 +42,7 @@ pub enum Behaviour {
         after_bytes: usize,
     },
     /// Close the connection without writing anything.
-    CloseImmediately,
+    CloseImmediately {},
 }
 
 impl Behaviour {
@@ -108,7 +110,7 @@ impl Behaviour {
 
     /// Never answer.
     pub fn hang() -> Behaviour {
-        Behaviour::Hang
+        Behaviour::Hang {}
     }
 
     /// A completion of `content` cut off half-way through the body by a reset.
@@ -125,7 +127,7 @@ impl Behaviour {
 
     /// Close the connection without answering.
     pub fn close_immediately() -> Behaviour {
-        Behaviour::CloseImmediately
+        Behaviour::CloseImmediately {}
     }
 
     /// Add a `Retry-After: <seconds>` header (only to [`Behaviour::Respond`]).
@@ -532,7 +534,7 @@ async fn act(mut stream: TcpStream, behaviour: Behaviour) {
             }
             write_response(&mut stream, status, &headers, &body).await;
         }
-        Behaviour::Hang => {
+        Behaviour::Hang {} => {
             // Hold the connection until the client gives up.
             let mut sink = [0u8; 1024];
             while let Ok(n) = stream.read(&mut sink).await {
@@ -555,7 +557,7 @@ async fn act(mut stream: TcpStream, behaviour: Behaviour) {
             let _ = stream.set_zero_linger();
             drop(stream);
         }
-        Behaviour::CloseImmediately => {
+        Behaviour::CloseImmediately {} => {
             let _ = stream.set_zero_linger();
             drop(stream);
         }
