@@ -76,30 +76,53 @@ impl Store {
         let mut counts = RowCounts::default();
         let rows = judgement.accepted();
 
-        let mut entity_ids = Vec::with_capacity(rows.entities().len());
+        // All accepted entities in one statement (one round trip, not one per row); ids
+        // come back with their row index.
+        let entities = rows.entities();
         let mut entity_by_index: HashMap<usize, i64> = HashMap::new();
-        let mut entity_by_name: HashMap<String, i64> = HashMap::new();
-        for e in rows.entities() {
-            let key = normalize_name(e.name());
-            let id: i64 = sqlx::query_scalar(
+        if !entities.is_empty() {
+            let mut indices = Vec::with_capacity(entities.len());
+            let mut names = Vec::with_capacity(entities.len());
+            let mut keys = Vec::with_capacity(entities.len());
+            let mut types = Vec::with_capacity(entities.len());
+            for e in entities {
+                indices.push(to_i32(e.index(), "row index")?);
+                names.push(e.name());
+                keys.push(normalize_name(e.name()));
+                types.push(e.entity_type().as_str());
+            }
+            let inserted: Vec<(i64, i32)> = sqlx::query_as(
                 "INSERT INTO entities (call_id, job_id, document_id, revision_id, chunk_id,
                                        row_index, name, name_normalized, entity_type)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id",
+                 SELECT $1, $2, $3, $4, $5, r.row_index, r.name, r.name_normalized, r.entity_type
+                 FROM UNNEST($6::int[], $7::text[], $8::text[], $9::text[])
+                      WITH ORDINALITY AS r(row_index, name, name_normalized, entity_type, n)
+                 ORDER BY r.n
+                 RETURNING id, row_index",
             )
             .bind(call_id)
             .bind(job_id.as_str())
             .bind(chunk.document_id)
             .bind(chunk.revision_id)
             .bind(chunk.id)
-            .bind(to_i32(e.index(), "row index")?)
-            .bind(e.name())
-            .bind(&key)
-            .bind(e.entity_type().as_str())
-            .fetch_one(&mut *tx)
+            .bind(&indices)
+            .bind(&names)
+            .bind(&keys)
+            .bind(&types)
+            .fetch_all(&mut *tx)
             .await?;
+            for (id, index) in inserted {
+                entity_by_index.insert(index as usize, id);
+            }
+        }
+        let mut entity_ids = Vec::with_capacity(entities.len());
+        let mut entity_by_name: HashMap<String, i64> = HashMap::new();
+        for e in entities {
+            let id = *entity_by_index.get(&e.index()).ok_or_else(|| {
+                StoreError::Invariant(format!("entity row {} was not inserted", e.index()))
+            })?;
             entity_ids.push(id);
-            entity_by_index.insert(e.index(), id);
-            entity_by_name.entry(key).or_insert(id);
+            entity_by_name.entry(normalize_name(e.name())).or_insert(id);
             counts.warnings += insert_warnings(
                 &mut tx,
                 call_id,
@@ -113,8 +136,17 @@ impl Store {
         }
         counts.entities = entity_ids.len();
 
-        let mut claim_ids = Vec::with_capacity(rows.claims().len());
-        for c in rows.claims() {
+        // Every claim is checked first, then all are inserted in one statement.
+        let claims = rows.claims();
+        let mut c_index = Vec::with_capacity(claims.len());
+        let mut c_statement = Vec::with_capacity(claims.len());
+        let mut c_quote = Vec::with_capacity(claims.len());
+        let mut c_start = Vec::with_capacity(claims.len());
+        let mut c_end = Vec::with_capacity(claims.len());
+        let mut c_subject = Vec::with_capacity(claims.len());
+        let mut c_subject_key = Vec::with_capacity(claims.len());
+        let mut c_entity: Vec<Option<i64>> = Vec::with_capacity(claims.len());
+        for c in claims {
             let (qs, qe) = c.quote_span();
             // Guarantee 5: the quote is the chunk's own text at the gate's offsets. The
             // database checks the same against the revision text (trigger).
@@ -124,8 +156,6 @@ impl Store {
                     c.index()
                 )));
             }
-            let start = to_i32(chunk.start_byte + qs, "quote start")?;
-            let end = to_i32(chunk.start_byte + qe, "quote end")?;
             let subject_key = normalize_name(c.subject());
             let entity_id = match c.subject_entity_index() {
                 Some(i) => Some(*entity_by_index.get(&i).ok_or_else(|| {
@@ -138,27 +168,54 @@ impl Store {
                 // entity, otherwise leave the claim without one.
                 None => entity_by_name.get(&subject_key).copied(),
             };
-            let id: i64 = sqlx::query_scalar(
+            c_index.push(to_i32(c.index(), "row index")?);
+            c_statement.push(c.statement());
+            c_quote.push(c.quote());
+            c_start.push(to_i32(chunk.start_byte + qs, "quote start")?);
+            c_end.push(to_i32(chunk.start_byte + qe, "quote end")?);
+            c_subject.push(c.subject());
+            c_subject_key.push(subject_key);
+            c_entity.push(entity_id);
+        }
+        let mut claim_by_index: HashMap<usize, i64> = HashMap::new();
+        if !claims.is_empty() {
+            let inserted: Vec<(i64, i32)> = sqlx::query_as(
                 "INSERT INTO claims (call_id, job_id, document_id, revision_id, chunk_id,
                                      row_index, statement, quote, quote_start, quote_end,
                                      subject, subject_normalized, entity_id)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING id",
+                 SELECT $1, $2, $3, $4, $5, r.row_index, r.statement, r.quote, r.quote_start,
+                        r.quote_end, r.subject, r.subject_normalized, r.entity_id
+                 FROM UNNEST($6::int[], $7::text[], $8::text[], $9::int[], $10::int[],
+                             $11::text[], $12::text[], $13::bigint[])
+                      WITH ORDINALITY AS r(row_index, statement, quote, quote_start, quote_end,
+                                           subject, subject_normalized, entity_id, n)
+                 ORDER BY r.n
+                 RETURNING id, row_index",
             )
             .bind(call_id)
             .bind(job_id.as_str())
             .bind(chunk.document_id)
             .bind(chunk.revision_id)
             .bind(chunk.id)
-            .bind(to_i32(c.index(), "row index")?)
-            .bind(c.statement())
-            .bind(c.quote())
-            .bind(start)
-            .bind(end)
-            .bind(c.subject())
-            .bind(&subject_key)
-            .bind(entity_id)
-            .fetch_one(&mut *tx)
+            .bind(&c_index)
+            .bind(&c_statement)
+            .bind(&c_quote)
+            .bind(&c_start)
+            .bind(&c_end)
+            .bind(&c_subject)
+            .bind(&c_subject_key)
+            .bind(&c_entity)
+            .fetch_all(&mut *tx)
             .await?;
+            for (id, index) in inserted {
+                claim_by_index.insert(index as usize, id);
+            }
+        }
+        let mut claim_ids = Vec::with_capacity(claims.len());
+        for c in claims {
+            let id = *claim_by_index.get(&c.index()).ok_or_else(|| {
+                StoreError::Invariant(format!("claim row {} was not inserted", c.index()))
+            })?;
             claim_ids.push(id);
             counts.warnings += insert_warnings(
                 &mut tx,
@@ -386,21 +443,35 @@ async fn insert_rejections(
     task: Task,
     rejections: &[Rejection],
 ) -> Result<usize> {
-    for r in rejections {
-        let index = r.index.map(|i| to_i32(i, "row index")).transpose()?;
-        sqlx::query(
-            "INSERT INTO invalid_outputs (call_id, job_id, task, reason, row_kind, row_index, detail)
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
-        )
-        .bind(call_id)
-        .bind(job_id.as_str())
-        .bind(task.as_str())
-        .bind(r.reason.as_str())
-        .bind(r.kind.map(|k| k.as_str()))
-        .bind(index)
-        .bind(bounded(&r.detail))
-        .execute(&mut *conn)
-        .await?;
+    if rejections.is_empty() {
+        return Ok(0);
     }
+    // One statement for all of a response's rejections.
+    let mut reasons = Vec::with_capacity(rejections.len());
+    let mut kinds = Vec::with_capacity(rejections.len());
+    let mut indices = Vec::with_capacity(rejections.len());
+    let mut details = Vec::with_capacity(rejections.len());
+    for r in rejections {
+        reasons.push(r.reason.as_str());
+        kinds.push(r.kind.map(|k| k.as_str()));
+        indices.push(r.index.map(|i| to_i32(i, "row index")).transpose()?);
+        details.push(bounded(&r.detail));
+    }
+    sqlx::query(
+        "INSERT INTO invalid_outputs (call_id, job_id, task, reason, row_kind, row_index, detail)
+         SELECT $1, $2, $3, r.reason, r.row_kind, r.row_index, r.detail
+         FROM UNNEST($4::text[], $5::text[], $6::int[], $7::text[])
+              WITH ORDINALITY AS r(reason, row_kind, row_index, detail, n)
+         ORDER BY r.n",
+    )
+    .bind(call_id)
+    .bind(job_id.as_str())
+    .bind(task.as_str())
+    .bind(&reasons)
+    .bind(&kinds)
+    .bind(&indices)
+    .bind(&details)
+    .execute(&mut *conn)
+    .await?;
     Ok(rejections.len())
 }

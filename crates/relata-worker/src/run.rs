@@ -255,7 +255,7 @@ impl Worker {
             // A crash between an extract commit and publishing its classify jobs is
             // repaired here, on the redelivery.
             let followed = if task == Task::Extract && job.state != JobState::Dead {
-                self.follow_up(&job.job_id).await
+                self.follow_up(&job.job_id, None).await
             } else {
                 Ok(())
             };
@@ -324,7 +324,7 @@ impl Worker {
                     record_invalid_output(self.model.metrics(), Task::Extract, r.reason);
                 }
                 self.rows_committed(&c);
-                if let Err(s) = self.follow_up(&job.job_id).await {
+                if let Err(s) = self.follow_up(&job.job_id, Some(&c.claim_ids)).await {
                     return s;
                 }
                 Settle::Ack(outcome_of(c.state))
@@ -492,13 +492,47 @@ impl Worker {
     /// After an extract job's outcome is committed: create and publish the classify jobs
     /// its claims lead to. Idempotent; on failure the delivery is requeued so the next
     /// delivery (an already-done job) tries again.
-    async fn follow_up(&self, origin: &JobId) -> Result<(), Settle> {
-        let claim_ids = self
-            .store_retry(|| self.store.claim_ids_of_job(origin))
+    ///
+    /// `fresh` is the claim ids of a commit this delivery has just made. Then the claims
+    /// need not be read back, and when they have no candidate pairs there is nothing to
+    /// create and nothing earlier to publish (classify jobs of an origin are only created
+    /// after its commit, by a delivery that publishes them itself or is redelivered), so
+    /// the store is not asked again. A redelivery of a committed job (`None`) always
+    /// plans, which repairs a crash between commit and publish.
+    async fn follow_up(&self, origin: &JobId, fresh: Option<&[i64]>) -> Result<(), Settle> {
+        let claim_ids = match fresh {
+            Some(ids) => ids.to_vec(),
+            None => self
+                .store_retry(|| self.store.claim_ids_of_job(origin))
+                .await
+                .map_err(|_| Settle::Requeue)?,
+        };
+        let jobs = if fresh.is_some() {
+            let pairs = self
+                .store_retry(|| {
+                    self.store.candidate_pairs(
+                        &claim_ids,
+                        self.settings.candidate_k,
+                        &self.classify_version,
+                    )
+                })
+                .await
+                .map_err(|_| Settle::Requeue)?;
+            if pairs.is_empty() {
+                return Ok(());
+            }
+            let batches: Vec<Vec<(i64, i64)>> = pairs
+                .chunks(self.settings.classify_batch.max(1))
+                .map(<[(i64, i64)]>::to_vec)
+                .collect();
+            self.store_retry(|| {
+                self.store
+                    .ensure_classify_jobs(&self.classify_version, Some(origin), &batches)
+            })
             .await
-            .map_err(|_| Settle::Requeue)?;
-        let jobs = self
-            .store_retry(|| {
+            .map_err(|_| Settle::Requeue)?
+        } else {
+            self.store_retry(|| {
                 self.store.plan_classify_jobs(
                     origin,
                     &claim_ids,
@@ -508,7 +542,8 @@ impl Worker {
                 )
             })
             .await
-            .map_err(|_| Settle::Requeue)?;
+            .map_err(|_| Settle::Requeue)?
+        };
         if jobs.is_empty() {
             return Ok(());
         }
