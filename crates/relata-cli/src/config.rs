@@ -22,6 +22,8 @@ pub const DEFAULT_METRICS_ADDR: &str = "127.0.0.1:9464";
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub database_url: String,
+    /// Connections in a process's PostgreSQL pool; give a worker at least its concurrency.
+    pub database_max_connections: u32,
     pub amqp_url: String,
     pub metrics_addr: String,
     pub model: ModelConfig,
@@ -52,6 +54,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             database_url: DEFAULT_DATABASE_URL.into(),
+            database_max_connections: 10,
             amqp_url: DEFAULT_AMQP_URL.into(),
             metrics_addr: DEFAULT_METRICS_ADDR.into(),
             model: ModelConfig::default(),
@@ -132,6 +135,13 @@ impl Config {
                 .map_err(|e| anyhow::anyhow!("RELATA_RETRY_DELAYS_MS={v:?}: {e}"))?;
         }
         env_num("RELATA_DELIVERY_LIMIT", &mut config.queue.delivery_limit)?;
+        env_num(
+            "RELATA_DATABASE_MAX_CONNECTIONS",
+            &mut config.database_max_connections,
+        )?;
+        if config.database_max_connections == 0 {
+            bail!("RELATA_DATABASE_MAX_CONNECTIONS must be at least 1");
+        }
         env_num("RELATA_WORKER_CONCURRENCY", &mut config.worker.concurrency)?;
         env_num(
             "RELATA_WORKER_SHUTDOWN_DEADLINE_MS",

@@ -20,12 +20,18 @@ use relata_worker::{ChecksConfigured, JobMetrics, Readiness, Worker};
 use crate::config::Config;
 
 async fn store(config: &Config) -> Result<Store> {
-    Store::connect(&config.database_url).await.with_context(|| {
-        format!(
-            "cannot connect to PostgreSQL at {}",
-            redact_url(&config.database_url)
-        )
-    })
+    let options = relata_store::StoreOptions {
+        max_connections: config.database_max_connections,
+        ..relata_store::StoreOptions::default()
+    };
+    Store::connect_with(&config.database_url, &options)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot connect to PostgreSQL at {}",
+                redact_url(&config.database_url)
+            )
+        })
 }
 
 async fn broker(config: &Config) -> Result<Broker> {
