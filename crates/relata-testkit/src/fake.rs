@@ -493,7 +493,7 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
         return;
     }
 
-    let _in_flight = InFlight::enter(&shared);
+    let in_flight = InFlight::enter(&shared);
     if shared.options.reject_json_schema_dialect {
         let wants_json_schema = request
             .json()
@@ -504,6 +504,7 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             })
             .unwrap_or(false);
         if wants_json_schema {
+            drop(in_flight);
             write_response(&mut stream, 500, &[], "Internal Server Error").await;
             return;
         }
@@ -518,10 +519,14 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             .find(|r| body.contains(&r.needle))
             .map_or_else(|| shared.options.default.clone(), |r| r.behaviour.clone())
     });
-    act(stream, behaviour).await;
+    act(stream, behaviour, in_flight).await;
 }
 
-async fn act(mut stream: TcpStream, behaviour: Behaviour) {
+/// Carry out one behaviour. A request stops counting as in flight the moment its answer
+/// starts (before the first byte is written): a client can only start its next request
+/// after receiving this answer, so counting until the handler returns would see a
+/// phantom overlap whenever the client is quicker than this task's clean-up.
+async fn act(mut stream: TcpStream, behaviour: Behaviour, in_flight: InFlight<'_>) {
     match behaviour {
         Behaviour::Respond {
             status,
@@ -532,6 +537,7 @@ async fn act(mut stream: TcpStream, behaviour: Behaviour) {
             if delay_ms > 0 {
                 tokio::time::sleep(Duration::from_millis(delay_ms)).await;
             }
+            drop(in_flight);
             write_response(&mut stream, status, &headers, &body).await;
         }
         Behaviour::Hang {} => {
@@ -548,6 +554,7 @@ async fn act(mut stream: TcpStream, behaviour: Behaviour) {
             body,
             after_bytes,
         } => {
+            drop(in_flight);
             let head = response_head(status, &[], body.len());
             let cut = after_bytes.min(body.len());
             let _ = stream.write_all(head.as_bytes()).await;
@@ -558,6 +565,7 @@ async fn act(mut stream: TcpStream, behaviour: Behaviour) {
             drop(stream);
         }
         Behaviour::CloseImmediately {} => {
+            drop(in_flight);
             let _ = stream.set_zero_linger();
             drop(stream);
         }
