@@ -165,7 +165,8 @@ async fn main() -> Result<()> {
                 SizeArg::Small => reliability::Size::Small,
                 SizeArg::Large => reliability::Size::Large,
             };
-            reliability::run(&relata, size, only.as_deref()).await?;
+            // Ends with its own `N passed, N failed` line, which must stay the last.
+            return reliability::run(&relata, size, only.as_deref()).await;
         }
     }
     println!("done; load average {}", world::loadavg());

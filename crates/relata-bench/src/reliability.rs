@@ -117,6 +117,7 @@ pub async fn run(relata: &std::path::Path, size: Size, only: Option<&str>) -> Re
         "result"
     );
     let mut failed = 0;
+    let mut passed = 0;
     for s in scenarios {
         if only.is_some_and(|o| o != s.name) {
             continue;
@@ -129,7 +130,9 @@ pub async fn run(relata: &std::path::Path, size: Size, only: Option<&str>) -> Re
                 ..Row::default()
             },
         };
-        if !row.ok {
+        if row.ok {
+            passed += 1;
+        } else {
             failed += 1;
         }
         let dead = row
@@ -162,6 +165,9 @@ pub async fn run(relata: &std::path::Path, size: Size, only: Option<&str>) -> Re
         );
         let _ = row.docs;
     }
+    println!("done; load average {}", crate::world::loadavg());
+    // The plain closing line CI runners recognise.
+    println!("reliability: {passed} passed, {failed} failed");
     if failed > 0 {
         bail!("{failed} scenario(s) failed");
     }
