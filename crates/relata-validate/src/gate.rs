@@ -10,7 +10,7 @@ use relata_core::{
 use crate::ClassifyInput;
 use crate::config::GateConfig;
 use crate::decode::{self, Json};
-use crate::normalize::{SourceIndex, collapse, lower};
+use crate::normalize::{SourceIndex, collapse, collapse_cow, lower};
 use crate::outcome::{
     AcceptedClaim, AcceptedEntity, AcceptedRelation, ClassifyRows, ExtractRows, Finding, Judgement,
     Rejection, RowOutcome, RowStatus,
@@ -279,8 +279,11 @@ pub(crate) fn judge_extract(
             let statement = string(statement, "statement", bounds::STATEMENT_MAX_CHARS)?;
             let quote = string(quote, "quote", bounds::QUOTE_MAX_CHARS)?;
             let subject = string(subject, "subject", bounds::NAME_MAX_CHARS)?;
-            let (n_statement, n_quote, n_subject) =
-                (collapse(statement), collapse(quote), collapse(subject));
+            let (n_statement, n_quote, n_subject) = (
+                collapse_cow(statement),
+                collapse_cow(quote),
+                collapse_cow(subject),
+            );
             row.check(Check::Degenerate, Reason::Degenerate, || {
                 degenerate(
                     &n_statement,

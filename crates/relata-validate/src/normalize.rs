@@ -15,9 +15,30 @@ use unicode_normalization::{IsNormalized, UnicodeNormalization, char::canonical_
 
 /// NFC + whitespace runs collapsed to one space + trimmed.
 pub fn collapse(s: &str) -> String {
+    collapse_cow(s).into_owned()
+}
+
+/// [`collapse`], borrowing when the text is already normal (no copy, no allocation).
+pub(crate) fn collapse_cow(s: &str) -> std::borrow::Cow<'_, str> {
+    if already_collapsed_ascii(s) {
+        return std::borrow::Cow::Borrowed(s);
+    }
     let mut out = String::with_capacity(s.len());
     normalise_into(s, &mut out, |_, _, _, _| {});
-    out
+    std::borrow::Cow::Owned(out)
+}
+
+/// ASCII text that normalisation would leave unchanged: no whitespace but single spaces,
+/// none at either end. The common case for model-written fields, checked with vectorised
+/// scans instead of the byte-by-byte walk (ASCII is always NFC).
+fn already_collapsed_ascii(s: &str) -> bool {
+    let b = s.as_bytes();
+    s.is_ascii()
+        && b.first().is_none_or(|&c| c != b' ')
+        && b.last().is_none_or(|&c| c != b' ')
+        && memchr::memchr3(b'\t', b'\n', b'\r', b).is_none()
+        && memchr::memchr2(0x0b, 0x0c, b).is_none()
+        && !b.windows(2).any(|w| w == b"  ")
 }
 
 /// [`collapse`] then Unicode lowercase: the comparison key for entity names and subjects.
@@ -55,15 +76,20 @@ fn is_nfc_quick<I: Iterator<Item = char>>(i: I) -> IsNormalized {
 /// segment whose normalised bytes differ from the original bytes, `on_changed(norm_start,
 /// norm_end, orig_start, orig_end)` is called. Text between two reported segments is copied
 /// byte for byte, so its offsets follow from the end of the last report.
-fn normalise_into(
-    s: &str,
-    out: &mut String,
-    mut on_changed: impl FnMut(usize, usize, usize, usize),
-) {
+fn normalise_into(s: &str, out: &mut String, on_changed: impl FnMut(usize, usize, usize, usize)) {
     if s.is_ascii() && out.is_empty() {
         normalise_ascii(s, out, on_changed);
         return;
     }
+    normalise_general(s, out, on_changed);
+}
+
+/// The general walk (any Unicode text); [`normalise_into`] without the ASCII shortcut.
+fn normalise_general(
+    s: &str,
+    out: &mut String,
+    mut on_changed: impl FnMut(usize, usize, usize, usize),
+) {
     let bytes = s.as_bytes();
     let mut i = 0;
     // Start of a pending whitespace run in the original.
@@ -161,29 +187,67 @@ fn normalise_ascii(
     mut on_changed: impl FnMut(usize, usize, usize, usize),
 ) {
     let b = s.as_bytes();
-    let mut buf = vec![0u8; b.len()];
-    let mut w = 0;
-    let mut ws_start: Option<usize> = None;
-    for (i, &c) in b.iter().enumerate() {
-        if is_ascii_ws(c) {
-            ws_start.get_or_insert(i);
-            continue;
-        }
-        if let Some(ws) = ws_start.take() {
-            if w > 0 {
-                buf[w] = b' ';
-                if i - ws != 1 {
-                    on_changed(w, w + 1, ws, i);
-                }
-                w += 1;
-            } else {
-                on_changed(0, 0, ws, i);
-            }
-        }
-        buf[w] = c;
-        w += 1;
+    let n = b.len();
+    let Some(lead) = b.iter().position(|&c| !is_ascii_ws(c)) else {
+        // Nothing but whitespace: nothing to keep, nothing to map.
+        return;
+    };
+    if lead > 0 {
+        on_changed(0, 0, 0, lead);
     }
-    buf.truncate(w);
+    let mut buf: Vec<u8> = Vec::with_capacity(n);
+    // Text between whitespace that needs changing (anything but a single space) is copied
+    // in bulk; the next such place is found with vectorised scans, each remembered until
+    // passed so that no byte is scanned twice by the same searcher.
+    let find_ctl = |from: usize| {
+        let rest = &b[from..];
+        let a = memchr::memchr3(b'\t', b'\n', b'\r', rest).unwrap_or(rest.len());
+        let c = memchr::memchr2(0x0b, 0x0c, &rest[..a]).unwrap_or(a);
+        from + c
+    };
+    let double = memchr::memmem::Finder::new(b"  ");
+    let find_dbl = |from: usize| from + double.find(&b[from..]).unwrap_or(n - from);
+    let mut next_ctl = find_ctl(lead);
+    let mut next_dbl = find_dbl(lead);
+    let mut i = lead;
+    while i < n {
+        if next_ctl < i {
+            next_ctl = find_ctl(i);
+        }
+        if next_dbl < i {
+            next_dbl = find_dbl(i);
+        }
+        let k = next_ctl.min(next_dbl);
+        // A control whitespace byte may end a run that began with a space.
+        let run = if k > i && k < n && b[k - 1] == b' ' {
+            k - 1
+        } else {
+            k
+        };
+        buf.extend_from_slice(&b[i..run]);
+        if run >= n {
+            break;
+        }
+        let mut j = run;
+        while j < n && is_ascii_ws(b[j]) {
+            j += 1;
+        }
+        if j == n {
+            // Trailing whitespace is dropped; nothing after it needs mapping.
+            break;
+        }
+        let w = buf.len();
+        buf.push(b' ');
+        // One byte of whitespace keeps every offset; anything longer shifts them.
+        if j - run != 1 {
+            on_changed(w, w + 1, run, j);
+        }
+        i = j;
+    }
+    // A single trailing space was copied with the last run; it goes like any trailing run.
+    if buf.last() == Some(&b' ') {
+        buf.pop();
+    }
     // ASCII in, ASCII out: the conversion cannot fail; an empty result if it somehow did
     // would only make a quote unfindable, never accept one.
     *out = String::from_utf8(buf).unwrap_or_default();
@@ -367,5 +431,28 @@ mod tests {
         let (s, e) = ix.find("xa").unwrap();
         assert_eq!(&src[s..e], "xa");
         assert_eq!(s, src.len() - 2);
+    }
+
+    proptest::proptest! {
+        /// The vectorised fast path gives exactly what the byte walk gives.
+        #[test]
+        fn the_fast_path_agrees_with_the_walk(s in "[ a-c\t\n\r\x0b\x0c]{0,24}") {
+            let mut walked = String::new();
+            normalise_into(&s, &mut walked, |_, _, _, _| {});
+            proptest::prop_assert_eq!(collapse(&s), walked);
+        }
+    }
+
+    proptest::proptest! {
+        /// The ASCII walk gives exactly the general walk's text and reports.
+        #[test]
+        fn the_ascii_walk_agrees_with_the_general_walk(s in "[ ab\\t\\n\\r\\x0b\\x0c]{0,40}") {
+            let (mut a, mut g) = (String::new(), String::new());
+            let (mut ra, mut rg) = (Vec::new(), Vec::new());
+            normalise_ascii(&s, &mut a, |w, x, y, z| ra.push((w, x, y, z)));
+            normalise_general(&s, &mut g, |w, x, y, z| rg.push((w, x, y, z)));
+            proptest::prop_assert_eq!(a, g);
+            proptest::prop_assert_eq!(ra, rg);
+        }
     }
 }

@@ -125,7 +125,7 @@ pub(crate) fn figures(s: &str) -> Vec<Cow<'_, str>> {
     let mut i = 0;
     while i < b.len() {
         if !b[i].is_ascii_digit() {
-            i += 1;
+            i = next_digit(b, i + 1);
             continue;
         }
         let start = i;
@@ -155,6 +155,32 @@ pub(crate) fn figures(s: &str) -> Vec<Cow<'_, str>> {
     out
 }
 
+/// The first index at or after `from` holding an ASCII digit (`b.len()` when none).
+/// Eight bytes at a time: statements and quotes are mostly letters, and this is the
+/// gate's inner loop over them.
+fn next_digit(b: &[u8], from: usize) -> usize {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let mut i = from;
+    while i + 8 <= b.len() {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&b[i..i + 8]);
+        let x = u64::from_le_bytes(word);
+        // "Has a byte strictly between 0x2f and 0x3a" (a digit), exact for every byte
+        // value (the classic has-between bit trick, valid for bounds below 128).
+        let low7 = x & (LO * 127);
+        let between = (LO * (127 + 0x3a)).wrapping_sub(low7) & !x & (low7 + LO * (127 - 0x2f)) & HI;
+        if between != 0 {
+            break;
+        }
+        i += 8;
+    }
+    while i < b.len() && !b[i].is_ascii_digit() {
+        i += 1;
+    }
+    i
+}
+
 /// The statement's figures that its quote does not contain, or `None` when every figure
 /// is supported.
 pub(crate) fn figures_not_in(statement: &str, quote: &str) -> Option<String> {
@@ -179,6 +205,16 @@ pub(crate) fn figures_not_in(statement: &str, quote: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// The word-at-a-time skip finds exactly the first digit, for any bytes.
+        #[test]
+        fn next_digit_is_exact(b in proptest::collection::vec(proptest::num::u8::ANY, 0..40), from in 0usize..40) {
+            let from = from.min(b.len());
+            let naive = (from..b.len()).find(|&i| b[i].is_ascii_digit()).unwrap_or(b.len());
+            proptest::prop_assert_eq!(next_digit(&b, from), naive);
+        }
+    }
 
     #[test]
     fn figures_are_tokenised_by_hand() {
