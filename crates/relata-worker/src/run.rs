@@ -16,7 +16,7 @@ use relata_store::{
     ChunkRow, CommitOutcome, Committed, ErrorKind, JobRow, JobState, NewModelCall, Store,
     StoreError,
 };
-use relata_validate::{ClassifyInput, GateConfig, judge_classify, judge_extract};
+use relata_validate::{ClassifyInput, GateConfig, Rejection, judge_classify, judge_extract};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tracing::{Instrument, field};
@@ -320,10 +320,7 @@ impl Worker {
             .await;
         match committed {
             Ok(CommitOutcome::Committed(c)) => {
-                for r in judgement.rejections() {
-                    record_invalid_output(self.model.metrics(), Task::Extract, r.reason);
-                }
-                self.rows_committed(&c);
+                self.committed(&judgement.rejections(), &c);
                 if let Err(s) = self.follow_up(&job.job_id, Some(&c.claim_ids)).await {
                     return s;
                 }
@@ -396,10 +393,7 @@ impl Worker {
             .await;
         match committed {
             Ok(CommitOutcome::Committed(c)) => {
-                for r in judgement.rejections() {
-                    record_invalid_output(self.model.metrics(), Task::Classify, r.reason);
-                }
-                self.rows_committed(&c);
+                self.committed(&judgement.rejections(), &c);
                 Settle::Ack(outcome_of(c.state))
             }
             Ok(CommitOutcome::AlreadyCommitted { .. }) => Settle::Ack(JobOutcome::AlreadyDone),
@@ -618,6 +612,15 @@ impl Worker {
                 JobOutcome::Requeued
             }
         }
+    }
+
+    /// A judged response's outcome is committed: count its rejections (once each; never
+    /// before the commit, so a retried commit cannot count twice) and its rows.
+    fn committed(&self, rejections: &[Rejection], c: &Committed) {
+        for r in rejections {
+            record_invalid_output(self.model.metrics(), self.settings.task, r.reason);
+        }
+        self.rows_committed(c);
     }
 
     fn rows_committed(&self, c: &Committed) {
