@@ -126,6 +126,7 @@ fn init_tracing() {
     let filter = EnvFilter::try_from_env("RELATA_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     if std::env::var("RELATA_LOG_FORMAT").is_ok_and(|v| v == "json") {
         builder.json().init();
