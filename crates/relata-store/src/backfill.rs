@@ -27,10 +27,10 @@ use chrono::{DateTime, Utc};
 use relata_core::{TaskVersion, closed_enum};
 use sqlx::Row;
 
-use crate::Store;
-use crate::error::{Result, StoreError};
+use crate::error::Result;
 use crate::jobs::to_publish;
 use crate::types::JobToPublish;
+use crate::{Store, parse_label};
 
 closed_enum! {
     /// What an input's previous result (under another task version) was.
@@ -205,8 +205,8 @@ impl Store {
             .map(|r| {
                 Ok(ExtractCandidate {
                     chunk_id: r.try_get(0)?,
-                    prior: parse(r.try_get(1)?)?,
-                    action: parse(r.try_get(2)?)?,
+                    prior: parse_label(r.try_get(1)?)?,
+                    action: parse_label(r.try_get(2)?)?,
                 })
             })
             .collect()
@@ -255,8 +255,8 @@ impl Store {
             .map(|r| {
                 Ok(PairCandidate {
                     pair: (r.try_get(0)?, r.try_get(1)?),
-                    prior: parse(r.try_get(2)?)?,
-                    action: parse(r.try_get(3)?)?,
+                    prior: parse_label(r.try_get(2)?)?,
+                    action: parse_label(r.try_get(3)?)?,
                 })
             })
             .collect()
@@ -303,15 +303,10 @@ fn counts(rows: &[sqlx::postgres::PgRow]) -> Result<Vec<BackfillCount>> {
     rows.iter()
         .map(|r| {
             Ok(BackfillCount {
-                prior: parse(r.try_get(0)?)?,
-                action: parse(r.try_get(1)?)?,
+                prior: parse_label(r.try_get(0)?)?,
+                action: parse_label(r.try_get(1)?)?,
                 count: r.try_get(2)?,
             })
         })
         .collect()
-}
-
-fn parse<T: std::str::FromStr<Err = relata_core::UnknownLabel>>(s: String) -> Result<T> {
-    s.parse()
-        .map_err(|e| StoreError::Invariant(format!("backfill selection: {e}")))
 }

@@ -16,8 +16,8 @@ use chrono::{DateTime, NaiveDate, Utc};
 use relata_core::{Task, closed_enum};
 use sqlx::Row;
 
-use crate::Store;
-use crate::error::{Result, StoreError};
+use crate::error::Result;
+use crate::{Store, parse_label};
 
 /// Counts behind both rates.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
@@ -224,7 +224,7 @@ impl Store {
             let counts = counts_at(r, 4)?;
             out.push(DriftRow {
                 day: r.try_get(0)?,
-                task: parse_task(r.try_get(1)?)?,
+                task: parse_label(r.try_get(1)?)?,
                 prompt_version: r.try_get(2)?,
                 model: r.try_get(3)?,
                 response_rate: counts.response_rate(),
@@ -235,7 +235,7 @@ impl Store {
         }
         for r in &reasons {
             let day: NaiveDate = r.try_get(0)?;
-            let task = parse_task(r.try_get(1)?)?;
+            let task = parse_label(r.try_get(1)?)?;
             let prompt: String = r.try_get(2)?;
             let model: String = r.try_get(3)?;
             let row = out.iter_mut().find(|x| {
@@ -298,7 +298,7 @@ impl Store {
             .await?;
         let mut out: Vec<(Task, FailureCounts)> = Vec::new();
         for r in &rows {
-            let task = parse_task(r.try_get(0)?)?;
+            let task = parse_label(r.try_get(0)?)?;
             let c = counts_at(r, 1)?;
             match out.iter_mut().find(|(t, _)| *t == task) {
                 Some((_, acc)) => acc.add(&c),
@@ -316,11 +316,6 @@ fn counts_at(r: &sqlx::postgres::PgRow, at: usize) -> Result<FailureCounts> {
         rejections: r.try_get(at + 2)?,
         accepted_rows: r.try_get(at + 3)?,
     })
-}
-
-fn parse_task(s: String) -> Result<Task> {
-    s.parse()
-        .map_err(|e| StoreError::Invariant(format!("stored task: {e}")))
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use relata_core::DeadReason;
 use crate::types::{
     CallOutcome, CommitOutcome, Committed, JobRow, JobState, JobToPublish, NewModelCall, RowCounts,
 };
-use crate::{EXCERPT_MAX_CHARS, Store};
+use crate::{EXCERPT_MAX_CHARS, Store, parse_label};
 
 /// The job id of the extract job for a chunk (see the crate docs for the input bytes).
 pub fn extract_job_id(version: &TaskVersion, chunk_id: i64, chunk_sha256: &str) -> JobId {
@@ -154,7 +154,7 @@ impl Store {
         .await?;
         let Some(row) = row else { return Ok(None) };
         let version = TaskVersion {
-            task: parse_task(row.try_get("task")?)?,
+            task: parse_label(row.try_get("task")?)?,
             prompt_version: row.try_get("prompt_version")?,
             schema_id: row.try_get("schema_id")?,
             schema_version: u32::try_from(row.try_get::<i32, _>("schema_version")?)
@@ -172,14 +172,9 @@ impl Store {
             chunk_id: row.try_get("chunk_id")?,
             pairs: pairs.map(|p| p.0),
             origin_job_id: origin.map(parse_job_id).transpose()?,
-            state: JobState::from_stored(row.try_get("state")?)?,
+            state: parse_label(row.try_get("state")?)?,
             attempts: row.try_get("attempts")?,
-            dead_reason: dead
-                .map(|d| {
-                    d.parse::<DeadReason>()
-                        .map_err(|e| StoreError::Invariant(format!("stored dead reason: {e}")))
-                })
-                .transpose()?,
+            dead_reason: dead.map(parse_label).transpose()?,
             published_at: row.try_get("published_at")?,
             created_at: row.try_get("created_at")?,
             updated_at: row.try_get("updated_at")?,
@@ -293,9 +288,9 @@ pub(crate) async fn lock_job(conn: &mut PgConnection, job_id: &JobId) -> Result<
     .ok_or_else(|| StoreError::JobNotFound(job_id.clone()))?;
     let pairs: Option<Json<Vec<(i64, i64)>>> = row.try_get(5)?;
     Ok(LockedJob {
-        task: parse_task(row.try_get(0)?)?,
+        task: parse_label(row.try_get(0)?)?,
         fingerprint: row.try_get(1)?,
-        state: JobState::from_stored(row.try_get(2)?)?,
+        state: parse_label(row.try_get(2)?)?,
         attempts: row.try_get(3)?,
         chunk_id: row.try_get(4)?,
         pairs: pairs.map(|p| p.0),
@@ -391,16 +386,11 @@ pub(crate) fn parse_job_id(s: String) -> Result<JobId> {
         .ok_or_else(|| StoreError::Invariant(format!("stored job id {s:?} is malformed")))
 }
 
-pub(crate) fn parse_task(s: String) -> Result<Task> {
-    s.parse()
-        .map_err(|e| StoreError::Invariant(format!("stored task: {e}")))
-}
-
 pub(crate) fn to_publish(row: &sqlx::postgres::PgRow) -> Result<JobToPublish> {
     let pairs: Option<Json<Vec<(i64, i64)>>> = row.try_get("pairs")?;
     Ok(JobToPublish {
         job_id: parse_job_id(row.try_get("job_id")?)?,
-        task: parse_task(row.try_get("task")?)?,
+        task: parse_label(row.try_get("task")?)?,
         chunk_id: row.try_get("chunk_id")?,
         pairs: pairs.map(|p| p.0),
     })

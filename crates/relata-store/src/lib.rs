@@ -175,6 +175,15 @@ impl Store {
     }
 }
 
+/// Parse a stored closed-enum value (a task, a state, a reason). The CHECK constraints make
+/// an unknown value impossible, so one is an invariant violation, not bad input.
+pub(crate) fn parse_label<T: std::str::FromStr<Err = relata_core::UnknownLabel>>(
+    s: String,
+) -> Result<T> {
+    s.parse()
+        .map_err(|e| StoreError::Invariant(format!("stored value: {e}")))
+}
+
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }

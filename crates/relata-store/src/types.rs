@@ -1,53 +1,11 @@
 //! The values the store takes and returns.
 
 use chrono::{DateTime, Utc};
-use relata_core::{DeadReason, JobId, JobMessage, Task, TaskVersion};
+use relata_core::{DeadReason, JobId, JobMessage, Task, TaskVersion, closed_enum};
 
-use crate::error::StoreError;
-
-macro_rules! stored_enum {
-    (
-        $(#[$meta:meta])*
-        pub enum $name:ident { $( $(#[$vmeta:meta])* $variant:ident = $s:literal ),+ $(,)? }
-    ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum $name { $( $(#[$vmeta])* $variant ),+ }
-
-        impl $name {
-            pub const ALL: &'static [$name] = &[ $( $name::$variant ),+ ];
-            /// The stored value (and metric label).
-            pub const fn as_str(self) -> &'static str {
-                match self { $( $name::$variant => $s ),+ }
-            }
-            /// Parse a stored value.
-            pub fn from_stored(s: &str) -> Result<Self, StoreError> {
-                match s {
-                    $( $s => Ok($name::$variant), )+
-                    _ => Err(StoreError::Invariant(format!(
-                        concat!("stored ", stringify!($name), " {:?} is not a known value"), s
-                    ))),
-                }
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-
-        impl serde::Serialize for $name {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(self.as_str())
-            }
-        }
-    };
-}
-
-stored_enum! {
+closed_enum! {
     /// A job's state in the ledger. Everything but `Queued` is terminal.
-    pub enum JobState {
+    pub enum JobState: "job state" {
         Queued = "queued",
         /// Every row accepted (or a valid response with no rows).
         Accepted = "accepted",
@@ -66,9 +24,9 @@ impl JobState {
     }
 }
 
-stored_enum! {
+closed_enum! {
     /// What came of one model call (the `outcome` of a model call record).
-    pub enum CallOutcome {
+    pub enum CallOutcome: "call outcome" {
         Accepted = "accepted",
         Partial = "partial",
         Rejected = "rejected",
@@ -79,9 +37,9 @@ stored_enum! {
     }
 }
 
-stored_enum! {
+closed_enum! {
     /// What an upsert found.
-    pub enum UpsertKind {
+    pub enum UpsertKind: "upsert kind" {
         /// The document was not known.
         New = "new",
         /// Known, with different text: a new current revision.
