@@ -307,11 +307,8 @@ impl Worker {
             Err(e) => return self.on_model_error(job, &call.record, e, attempt).await,
         };
         let judgement = judge_extract(&self.gate, &chunk.text, completion.content.as_bytes());
-        let record = self.new_call(
-            &call,
-            Some(&completion.content),
-            judgement.rejections().is_empty(),
-        );
+        let rejections = judgement.rejections();
+        let record = self.new_call(&call, Some(&completion.content), rejections.is_empty());
         let committed = self
             .store_retry(|| {
                 self.store
@@ -320,7 +317,7 @@ impl Worker {
             .await;
         match committed {
             Ok(CommitOutcome::Committed(c)) => {
-                self.committed(&judgement.rejections(), &c);
+                self.committed(&rejections, &c);
                 if let Err(s) = self.follow_up(&job.job_id, Some(&c.claim_ids)).await {
                     return s;
                 }
@@ -380,11 +377,8 @@ impl Worker {
             Err(e) => return self.on_model_error(job, &call.record, e, attempt).await,
         };
         let judgement = judge_classify(&self.gate, &input, completion.content.as_bytes());
-        let record = self.new_call(
-            &call,
-            Some(&completion.content),
-            judgement.rejections().is_empty(),
-        );
+        let rejections = judgement.rejections();
+        let record = self.new_call(&call, Some(&completion.content), rejections.is_empty());
         let committed = self
             .store_retry(|| {
                 self.store
@@ -393,7 +387,7 @@ impl Worker {
             .await;
         match committed {
             Ok(CommitOutcome::Committed(c)) => {
-                self.committed(&judgement.rejections(), &c);
+                self.committed(&rejections, &c);
                 Settle::Ack(outcome_of(c.state))
             }
             Ok(CommitOutcome::AlreadyCommitted { .. }) => Settle::Ack(JobOutcome::AlreadyDone),
