@@ -3,9 +3,9 @@
 //! run is still going) cannot both publish.
 //!
 //! The lock lives on a connection taken out of the pool for the purpose: it is released
-//! when [`RunLock::release`] closes that connection, and — because PostgreSQL ends a
-//! session's advisory locks with the session — also when the process dies, however it
-//! dies. Nothing is left to clean up by hand.
+//! by [`RunLock::release`] (an explicit unlock, then the connection is closed), and —
+//! because PostgreSQL ends a session's advisory locks with the session — also when the
+//! process dies, however it dies. Nothing is left to clean up by hand.
 
 use sha2::{Digest, Sha256};
 use sqlx::{Connection, PgConnection};
@@ -101,10 +101,26 @@ impl RunLock {
         &self.name
     }
 
-    /// Release the lock by closing its session.
-    pub async fn release(self) -> Result<()> {
+    /// Release the lock, then close its session.
+    ///
+    /// The unlock is explicit because closing alone is asynchronous on the server: the
+    /// backend frees its locks only once it has read the terminate message and exited,
+    /// which can be after `close` has returned, so a caller that releases and at once
+    /// re-takes the lock could find it still held.
+    pub async fn release(mut self) -> Result<()> {
+        let released: bool = sqlx::query_scalar("SELECT pg_advisory_unlock($1)")
+            .bind(lock_key(&self.name))
+            .fetch_one(&mut self.conn)
+            .await?;
         self.conn.close().await?;
-        Ok(())
+        if released {
+            Ok(())
+        } else {
+            Err(crate::error::StoreError::Invariant(format!(
+                "run lock {:?} was not held when released",
+                self.name
+            )))
+        }
     }
 }
 

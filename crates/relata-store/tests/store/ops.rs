@@ -119,6 +119,17 @@ async fn a_run_lock_is_exclusive_and_released_with_its_session() {
         .unwrap()
         .expect("other");
     a.release().await.unwrap();
+    // A graceful release is over when it returns: taking the lock straight after never
+    // finds it still held (closing the session alone frees it only some time later).
+    for _ in 0..20 {
+        let again = db
+            .store
+            .try_run_lock("ingest:wiki")
+            .await
+            .unwrap()
+            .expect("free at once after a release");
+        again.release().await.unwrap();
+    }
     let c = db
         .store
         .try_run_lock("ingest:wiki")
