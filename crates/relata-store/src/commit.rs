@@ -7,7 +7,9 @@ use relata_validate::{ClassifyRows, ExtractRows, Finding, Judgement, Rejection, 
 use sqlx::PgConnection;
 
 use crate::error::{Result, StoreError};
-use crate::jobs::{LockedJob, bounded, finish_job, insert_call, lock_job};
+use crate::jobs::{
+    CallColumns, LockedJob, bounded, check_call_version, finish_job, insert_call, lock_job,
+};
 use crate::normalize::normalize_name;
 use crate::types::{
     CallOutcome, ChunkRow, CommitOutcome, Committed, JobState, NewModelCall, RowCounts,
@@ -33,17 +35,21 @@ fn expect_task(job_id: &JobId, job: &LockedJob, task: Task) -> Result<()> {
 }
 
 impl Store {
-    /// Commit an extract job's outcome in one transaction: the model call, the accepted
-    /// entities and claims, their warnings, one `invalid_outputs` row per rejection, and
-    /// the job's terminal state (`accepted`, `partial`, or `invalid` when the verdict is
-    /// `Rejected`).
+    /// Commit an extract job's outcome: the model call, the accepted entities and claims,
+    /// their warnings, one `invalid_outputs` row per rejection, and the job's terminal
+    /// state (`accepted`, `partial`, or `invalid` when the verdict is `Rejected`).
     ///
     /// `chunk` must be the job's chunk, and the judgement must have been made with
     /// `chunk.text` as the source: claim offsets are the gate's offsets within the chunk
     /// plus `chunk.start_byte`, and every quote is checked against the text before insert.
     ///
-    /// If the job is already terminal, nothing is written and
-    /// [`CommitOutcome::AlreadyCommitted`] is returned.
+    /// All of it is **one statement** (and so one implicit transaction, one round trip):
+    /// its first step moves the job from `queued` to its terminal state, guarded on the
+    /// job's task, chunk and task version, and every insert reads the call id through that
+    /// step, so when the guard matches nothing, nothing is written. A concurrent commit of
+    /// the same job waits on the job's row lock and then finds it terminal. If the job is
+    /// already terminal, [`CommitOutcome::AlreadyCommitted`] is returned; if it is another
+    /// task's, another chunk's or another task version's, the error says which.
     pub async fn commit_extract(
         &self,
         job_id: &JobId,
@@ -56,87 +62,30 @@ impl Store {
                 "commit_extract needs an extract judgement".into(),
             ));
         }
-        let mut tx = self.pool.begin().await?;
-        let job = lock_job(&mut tx, job_id).await?;
-        if job.state.is_terminal() {
-            tx.rollback().await?;
-            return Ok(CommitOutcome::AlreadyCommitted { state: job.state });
-        }
-        expect_task(job_id, &job, Task::Extract)?;
-        if job.chunk_id != Some(chunk.id) {
-            return Err(StoreError::InvalidInput(format!(
-                "job {job_id} is for chunk {:?}, not chunk {}",
-                job.chunk_id, chunk.id
-            )));
-        }
-
         let (call_outcome, state) = outcome_of(judgement.verdict());
         let call_reason = judgement.response_rejection().map(|r| r.reason.as_str());
-        let call_id = insert_call(&mut tx, job_id, &job, call, call_outcome, call_reason).await?;
-        let mut counts = RowCounts::default();
+        let columns = CallColumns::of(call)?;
         let rows = judgement.accepted();
 
-        // All accepted entities in one statement (one round trip, not one per row); ids
-        // come back with their row index.
         let entities = rows.entities();
-        let mut entity_by_index: HashMap<usize, i64> = HashMap::new();
-        if !entities.is_empty() {
-            let mut indices = Vec::with_capacity(entities.len());
-            let mut names = Vec::with_capacity(entities.len());
-            let mut keys = Vec::with_capacity(entities.len());
-            let mut types = Vec::with_capacity(entities.len());
-            for e in entities {
-                indices.push(to_i32(e.index(), "row index")?);
-                names.push(e.name());
-                keys.push(normalize_name(e.name()));
-                types.push(e.entity_type().as_str());
-            }
-            let inserted: Vec<(i64, i32)> = sqlx::query_as(
-                "INSERT INTO entities (call_id, job_id, document_id, revision_id, chunk_id,
-                                       row_index, name, name_normalized, entity_type)
-                 SELECT $1, $2, $3, $4, $5, r.row_index, r.name, r.name_normalized, r.entity_type
-                 FROM UNNEST($6::int[], $7::text[], $8::text[], $9::text[])
-                      WITH ORDINALITY AS r(row_index, name, name_normalized, entity_type, n)
-                 ORDER BY r.n
-                 RETURNING id, row_index",
-            )
-            .bind(call_id)
-            .bind(job_id.as_str())
-            .bind(chunk.document_id)
-            .bind(chunk.revision_id)
-            .bind(chunk.id)
-            .bind(&indices)
-            .bind(&names)
-            .bind(&keys)
-            .bind(&types)
-            .fetch_all(&mut *tx)
-            .await?;
-            for (id, index) in inserted {
-                entity_by_index.insert(index as usize, id);
-            }
-        }
-        let mut entity_ids = Vec::with_capacity(entities.len());
-        let mut entity_by_name: HashMap<String, i64> = HashMap::new();
+        let mut e_index = Vec::with_capacity(entities.len());
+        let mut e_name = Vec::with_capacity(entities.len());
+        let mut e_key = Vec::with_capacity(entities.len());
+        let mut e_type = Vec::with_capacity(entities.len());
+        let mut first_by_name: HashMap<String, usize> = HashMap::new();
+        let mut w = WarningColumns::default();
         for e in entities {
-            let id = *entity_by_index.get(&e.index()).ok_or_else(|| {
-                StoreError::Invariant(format!("entity row {} was not inserted", e.index()))
-            })?;
-            entity_ids.push(id);
-            entity_by_name.entry(normalize_name(e.name())).or_insert(id);
-            counts.warnings += insert_warnings(
-                &mut tx,
-                call_id,
-                job_id,
-                RowKind::Entity,
-                e.index(),
-                Target::Entity(id),
-                e.warnings(),
-            )
-            .await?;
+            let key = normalize_name(e.name());
+            e_index.push(to_i32(e.index(), "row index")?);
+            e_name.push(e.name());
+            first_by_name.entry(key.clone()).or_insert(e.index());
+            e_key.push(key);
+            e_type.push(e.entity_type().as_str());
+            w.push(RowKind::Entity, e.index(), e.warnings())?;
         }
-        counts.entities = entity_ids.len();
 
-        // Every claim is checked first, then all are inserted in one statement.
+        // Every claim is checked before anything is sent. A claim names its entity by the
+        // entity's row index; the statement turns that into the id it has just assigned.
         let claims = rows.claims();
         let mut c_index = Vec::with_capacity(claims.len());
         let mut c_statement = Vec::with_capacity(claims.len());
@@ -145,7 +94,7 @@ impl Store {
         let mut c_end = Vec::with_capacity(claims.len());
         let mut c_subject = Vec::with_capacity(claims.len());
         let mut c_subject_key = Vec::with_capacity(claims.len());
-        let mut c_entity: Vec<Option<i64>> = Vec::with_capacity(claims.len());
+        let mut c_entity_row: Vec<Option<i32>> = Vec::with_capacity(claims.len());
         for c in claims {
             let (qs, qe) = c.quote_span();
             // Guarantee 5: the quote is the chunk's own text at the gate's offsets. The
@@ -157,16 +106,17 @@ impl Store {
                 )));
             }
             let subject_key = normalize_name(c.subject());
-            let entity_id = match c.subject_entity_index() {
-                Some(i) => Some(*entity_by_index.get(&i).ok_or_else(|| {
-                    StoreError::Invariant(format!(
+            let entity_row = match c.subject_entity_index() {
+                Some(i) if entities.iter().any(|e| e.index() == i) => Some(i),
+                Some(i) => {
+                    return Err(StoreError::Invariant(format!(
                         "claim {} names entity row {i}, which was not accepted",
                         c.index()
-                    ))
-                })?),
+                    )));
+                }
                 // The subject check was disabled: link by name if this response has the
                 // entity, otherwise leave the claim without one.
-                None => entity_by_name.get(&subject_key).copied(),
+                None => first_by_name.get(&subject_key).copied(),
             };
             c_index.push(to_i32(c.index(), "row index")?);
             c_statement.push(c.statement());
@@ -175,71 +125,93 @@ impl Store {
             c_end.push(to_i32(chunk.start_byte + qe, "quote end")?);
             c_subject.push(c.subject());
             c_subject_key.push(subject_key);
-            c_entity.push(entity_id);
+            c_entity_row.push(entity_row.map(|i| to_i32(i, "row index")).transpose()?);
+            w.push(RowKind::Claim, c.index(), c.warnings())?;
         }
-        let mut claim_by_index: HashMap<usize, i64> = HashMap::new();
-        if !claims.is_empty() {
-            let inserted: Vec<(i64, i32)> = sqlx::query_as(
-                "INSERT INTO claims (call_id, job_id, document_id, revision_id, chunk_id,
-                                     row_index, statement, quote, quote_start, quote_end,
-                                     subject, subject_normalized, entity_id)
-                 SELECT $1, $2, $3, $4, $5, r.row_index, r.statement, r.quote, r.quote_start,
-                        r.quote_end, r.subject, r.subject_normalized, r.entity_id
-                 FROM UNNEST($6::int[], $7::text[], $8::text[], $9::int[], $10::int[],
-                             $11::text[], $12::text[], $13::bigint[])
-                      WITH ORDINALITY AS r(row_index, statement, quote, quote_start, quote_end,
-                                           subject, subject_normalized, entity_id, n)
-                 ORDER BY r.n
-                 RETURNING id, row_index",
-            )
-            .bind(call_id)
-            .bind(job_id.as_str())
-            .bind(chunk.document_id)
-            .bind(chunk.revision_id)
+        let rejections = judgement.rejections();
+        let x = RejectionColumns::of(&rejections)?;
+
+        let written: Vec<(i16, i64, i32)> = sqlx::query_as(COMMIT_EXTRACT)
+            .bind(job_id.as_str()) // $1
+            .bind(state.as_str())
             .bind(chunk.id)
+            .bind(call.version.fingerprint())
+            .bind(columns.task) // $5
+            .bind(columns.model)
+            .bind(columns.prompt_version)
+            .bind(columns.schema_id)
+            .bind(columns.schema_version)
+            .bind(columns.schema_sha256) // $10
+            .bind(columns.started_at)
+            .bind(columns.finished_at)
+            .bind(columns.duration_ms)
+            .bind(columns.attempts)
+            .bind(columns.prompt_tokens) // $15
+            .bind(columns.completion_tokens)
+            .bind(call_outcome.as_str())
+            .bind(call_reason)
+            .bind(columns.excerpt)
+            .bind(chunk.document_id) // $20
+            .bind(chunk.revision_id)
+            .bind(&e_index)
+            .bind(&e_name)
+            .bind(&e_key)
+            .bind(&e_type) // $25
             .bind(&c_index)
             .bind(&c_statement)
             .bind(&c_quote)
             .bind(&c_start)
-            .bind(&c_end)
+            .bind(&c_end) // $30
             .bind(&c_subject)
             .bind(&c_subject_key)
-            .bind(&c_entity)
-            .fetch_all(&mut *tx)
+            .bind(&c_entity_row)
+            .bind(&w.kind)
+            .bind(&w.index) // $35
+            .bind(&w.warning)
+            .bind(&w.reason)
+            .bind(&w.detail)
+            .bind(&x.reason)
+            .bind(&x.kind) // $40
+            .bind(&x.index)
+            .bind(&x.detail)
+            .fetch_all(&self.pool)
             .await?;
-            for (id, index) in inserted {
-                claim_by_index.insert(index as usize, id);
+
+        let mut call_id = None;
+        let mut entity_by_index: HashMap<usize, i64> = HashMap::new();
+        let mut claim_by_index: HashMap<usize, i64> = HashMap::new();
+        let mut counts = RowCounts::default();
+        for (kind, id, index) in written {
+            match kind {
+                0 => call_id = Some(id),
+                1 => {
+                    entity_by_index.insert(index as usize, id);
+                }
+                2 => {
+                    claim_by_index.insert(index as usize, id);
+                }
+                3 => counts.warnings = count(id)?,
+                4 => counts.rejections = count(id)?,
+                k => return Err(StoreError::Invariant(format!("unknown row kind {k}"))),
             }
+        }
+        let Some(call_id) = call_id else {
+            return self.refused_extract(job_id, call, chunk).await;
+        };
+        let mut entity_ids = Vec::with_capacity(entities.len());
+        for e in entities {
+            entity_ids.push(*entity_by_index.get(&e.index()).ok_or_else(|| {
+                StoreError::Invariant(format!("entity row {} was not inserted", e.index()))
+            })?);
         }
         let mut claim_ids = Vec::with_capacity(claims.len());
         for c in claims {
-            let id = *claim_by_index.get(&c.index()).ok_or_else(|| {
+            claim_ids.push(*claim_by_index.get(&c.index()).ok_or_else(|| {
                 StoreError::Invariant(format!("claim row {} was not inserted", c.index()))
-            })?;
-            claim_ids.push(id);
-            counts.warnings += insert_warnings(
-                &mut tx,
-                call_id,
-                job_id,
-                RowKind::Claim,
-                c.index(),
-                Target::Claim(id),
-                c.warnings(),
-            )
-            .await?;
+            })?);
         }
+        counts.entities = entity_ids.len();
         counts.claims = claim_ids.len();
-
-        counts.rejections = insert_rejections(
-            &mut tx,
-            Some(call_id),
-            job_id,
-            Task::Extract,
-            &judgement.rejections(),
-        )
-        .await?;
-        finish_job(&mut tx, job_id, state).await?;
-        tx.commit().await?;
         Ok(CommitOutcome::Committed(Committed {
             call_id: Some(call_id),
             state,
@@ -248,6 +220,32 @@ impl Store {
             relation_ids: Vec::new(),
             counts,
         }))
+    }
+
+    /// Why the guarded commit statement wrote nothing: the job is missing, already
+    /// terminal, or not the job the caller believes it is.
+    async fn refused_extract(
+        &self,
+        job_id: &JobId,
+        call: &NewModelCall,
+        chunk: &ChunkRow,
+    ) -> Result<CommitOutcome> {
+        let mut conn = self.pool.acquire().await?;
+        let job = lock_job(&mut conn, job_id).await?;
+        if job.state.is_terminal() {
+            return Ok(CommitOutcome::AlreadyCommitted { state: job.state });
+        }
+        expect_task(job_id, &job, Task::Extract)?;
+        if job.chunk_id != Some(chunk.id) {
+            return Err(StoreError::InvalidInput(format!(
+                "job {job_id} is for chunk {:?}, not chunk {}",
+                job.chunk_id, chunk.id
+            )));
+        }
+        check_call_version(job_id, &job.fingerprint, call)?;
+        Err(StoreError::Invariant(format!(
+            "job {job_id} is queued and matches the commit, yet the commit wrote nothing"
+        )))
     }
 
     /// Commit a classify job's outcome in one transaction. Relations name claims by the
@@ -313,16 +311,9 @@ impl Store {
             .fetch_one(&mut *tx)
             .await?;
             relation_ids.push(id);
-            counts.warnings += insert_warnings(
-                &mut tx,
-                call_id,
-                job_id,
-                RowKind::Relation,
-                r.index(),
-                Target::Relation(id),
-                r.warnings(),
-            )
-            .await?;
+            counts.warnings +=
+                insert_relation_warnings(&mut tx, call_id, job_id, r.index(), id, r.warnings())
+                    .await?;
         }
         counts.relations = relation_ids.len();
         counts.rejections = insert_rejections(
@@ -394,39 +385,26 @@ impl Store {
     }
 }
 
-enum Target {
-    Entity(i64),
-    Claim(i64),
-    Relation(i64),
-}
-
-async fn insert_warnings(
+/// A relation's warnings (extract rows' warnings go in with the extract statement).
+async fn insert_relation_warnings(
     conn: &mut PgConnection,
     call_id: i64,
     job_id: &JobId,
-    kind: RowKind,
     index: usize,
-    target: Target,
+    relation_id: i64,
     findings: &[Finding],
 ) -> Result<usize> {
-    let (entity, claim, relation) = match target {
-        Target::Entity(id) => (Some(id), None, None),
-        Target::Claim(id) => (None, Some(id), None),
-        Target::Relation(id) => (None, None, Some(id)),
-    };
     for f in findings {
         sqlx::query(
-            "INSERT INTO warnings (call_id, job_id, row_kind, row_index, entity_id, claim_id,
-                                   relation_id, warning, reason, detail)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            "INSERT INTO warnings (call_id, job_id, row_kind, row_index, relation_id, warning,
+                                   reason, detail)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
         )
         .bind(call_id)
         .bind(job_id.as_str())
-        .bind(kind.as_str())
+        .bind(RowKind::Relation.as_str())
         .bind(to_i32(index, "row index")?)
-        .bind(entity)
-        .bind(claim)
-        .bind(relation)
+        .bind(relation_id)
         .bind(f.warning.as_str())
         .bind(f.reason.map(|r| r.as_str()))
         .bind(bounded(&f.detail))
@@ -447,16 +425,7 @@ async fn insert_rejections(
         return Ok(0);
     }
     // One statement for all of a response's rejections.
-    let mut reasons = Vec::with_capacity(rejections.len());
-    let mut kinds = Vec::with_capacity(rejections.len());
-    let mut indices = Vec::with_capacity(rejections.len());
-    let mut details = Vec::with_capacity(rejections.len());
-    for r in rejections {
-        reasons.push(r.reason.as_str());
-        kinds.push(r.kind.map(|k| k.as_str()));
-        indices.push(r.index.map(|i| to_i32(i, "row index")).transpose()?);
-        details.push(bounded(&r.detail));
-    }
+    let x = RejectionColumns::of(rejections)?;
     sqlx::query(
         "INSERT INTO invalid_outputs (call_id, job_id, task, reason, row_kind, row_index, detail)
          SELECT $1, $2, $3, r.reason, r.row_kind, r.row_index, r.detail
@@ -467,11 +436,130 @@ async fn insert_rejections(
     .bind(call_id)
     .bind(job_id.as_str())
     .bind(task.as_str())
-    .bind(&reasons)
-    .bind(&kinds)
-    .bind(&indices)
-    .bind(&details)
+    .bind(&x.reason)
+    .bind(&x.kind)
+    .bind(&x.index)
+    .bind(&x.detail)
     .execute(&mut *conn)
     .await?;
     Ok(rejections.len())
+}
+
+/// The extract commit (see [`Store::commit_extract`]). Every data-modifying step reads
+/// `call`, which reads `job`: the guard decides for all of them. Foreign keys between
+/// rows inserted by sibling steps (a claim's entity, a warning's row) are checked at the
+/// end of the statement, when all of them exist.
+const COMMIT_EXTRACT: &str = "
+WITH job AS (
+    UPDATE jobs SET state = $2, attempts = attempts + 1, completed_at = now(), updated_at = now()
+    WHERE job_id = $1 AND state = 'queued' AND task = 'extract' AND chunk_id = $3
+      AND task_version_fingerprint = $4
+    RETURNING job_id
+), call AS (
+    INSERT INTO model_calls (job_id, task, model, prompt_version, schema_id, schema_version,
+                             schema_sha256, started_at, finished_at, duration_ms, attempts,
+                             prompt_tokens, completion_tokens, outcome, reason, excerpt)
+    SELECT job.job_id, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19
+    FROM job
+    RETURNING id
+), e AS (
+    INSERT INTO entities (call_id, job_id, document_id, revision_id, chunk_id, row_index, name,
+                          name_normalized, entity_type)
+    SELECT call.id, $1, $20, $21, $3, r.row_index, r.name, r.name_normalized, r.entity_type
+    FROM call, UNNEST($22::int[], $23::text[], $24::text[], $25::text[])
+         WITH ORDINALITY AS r(row_index, name, name_normalized, entity_type, n)
+    ORDER BY r.n
+    RETURNING id, row_index
+), c AS (
+    INSERT INTO claims (call_id, job_id, document_id, revision_id, chunk_id, row_index,
+                        statement, quote, quote_start, quote_end, subject, subject_normalized,
+                        entity_id)
+    SELECT call.id, $1, $20, $21, $3, r.row_index, r.statement, r.quote, r.quote_start,
+           r.quote_end, r.subject, r.subject_normalized,
+           (SELECT e.id FROM e WHERE e.row_index = r.entity_row)
+    FROM call, UNNEST($26::int[], $27::text[], $28::text[], $29::int[], $30::int[],
+                      $31::text[], $32::text[], $33::int[])
+         WITH ORDINALITY AS r(row_index, statement, quote, quote_start, quote_end, subject,
+                              subject_normalized, entity_row, n)
+    ORDER BY r.n
+    RETURNING id, row_index
+), w AS (
+    INSERT INTO warnings (call_id, job_id, row_kind, row_index, entity_id, claim_id, warning,
+                          reason, detail)
+    SELECT call.id, $1, r.row_kind, r.row_index,
+           CASE WHEN r.row_kind = 'entity'
+                THEN (SELECT e.id FROM e WHERE e.row_index = r.row_index) END,
+           CASE WHEN r.row_kind = 'claim'
+                THEN (SELECT c.id FROM c WHERE c.row_index = r.row_index) END,
+           r.warning, r.reason, r.detail
+    FROM call, UNNEST($34::text[], $35::int[], $36::text[], $37::text[], $38::text[])
+         WITH ORDINALITY AS r(row_kind, row_index, warning, reason, detail, n)
+    ORDER BY r.n
+    RETURNING 1
+), x AS (
+    INSERT INTO invalid_outputs (call_id, job_id, task, reason, row_kind, row_index, detail)
+    SELECT call.id, $1, 'extract', r.reason, r.row_kind, r.row_index, r.detail
+    FROM call, UNNEST($39::text[], $40::text[], $41::int[], $42::text[])
+         WITH ORDINALITY AS r(reason, row_kind, row_index, detail, n)
+    ORDER BY r.n
+    RETURNING 1
+)
+SELECT 0::int2, id, 0 FROM call
+UNION ALL SELECT 1::int2, id, row_index FROM e
+UNION ALL SELECT 2::int2, id, row_index FROM c
+UNION ALL SELECT 3::int2, count(*), 0 FROM w
+UNION ALL SELECT 4::int2, count(*), 0 FROM x";
+
+fn count(n: i64) -> Result<usize> {
+    usize::try_from(n).map_err(|_| StoreError::Invariant(format!("negative row count {n}")))
+}
+
+/// Warnings of accepted rows, column by column, for one multi-row insert.
+#[derive(Default)]
+struct WarningColumns<'a> {
+    kind: Vec<&'static str>,
+    index: Vec<i32>,
+    warning: Vec<&'static str>,
+    reason: Vec<Option<&'static str>>,
+    detail: Vec<&'a str>,
+}
+
+impl<'a> WarningColumns<'a> {
+    fn push(&mut self, kind: RowKind, index: usize, findings: &'a [Finding]) -> Result<()> {
+        for f in findings {
+            self.kind.push(kind.as_str());
+            self.index.push(to_i32(index, "row index")?);
+            self.warning.push(f.warning.as_str());
+            self.reason.push(f.reason.map(|r| r.as_str()));
+            self.detail.push(bounded(&f.detail));
+        }
+        Ok(())
+    }
+}
+
+/// Rejections, column by column, for one multi-row insert.
+struct RejectionColumns<'a> {
+    reason: Vec<&'static str>,
+    kind: Vec<Option<&'static str>>,
+    index: Vec<Option<i32>>,
+    detail: Vec<&'a str>,
+}
+
+impl<'a> RejectionColumns<'a> {
+    fn of(rejections: &'a [Rejection]) -> Result<RejectionColumns<'a>> {
+        let mut x = RejectionColumns {
+            reason: Vec::with_capacity(rejections.len()),
+            kind: Vec::with_capacity(rejections.len()),
+            index: Vec::with_capacity(rejections.len()),
+            detail: Vec::with_capacity(rejections.len()),
+        };
+        for r in rejections {
+            x.reason.push(r.reason.as_str());
+            x.kind.push(r.kind.map(|k| k.as_str()));
+            x.index
+                .push(r.index.map(|i| to_i32(i, "row index")).transpose()?);
+            x.detail.push(bounded(&r.detail));
+        }
+        Ok(x)
+    }
 }

@@ -121,24 +121,32 @@ impl Store {
     /// A chunk, the input of an extract job.
     pub async fn load_chunk(&self, chunk_id: i64) -> Result<ChunkRow> {
         let row = sqlx::query(
-            "SELECT id, document_id, revision_id, ordinal, start_byte, end_byte, text, sha256
+            "SELECT id AS c_id, document_id AS c_document_id, revision_id AS c_revision_id,
+                    ordinal AS c_ordinal, start_byte AS c_start_byte, end_byte AS c_end_byte,
+                    text AS c_text, sha256 AS c_sha256
              FROM chunks WHERE id = $1",
         )
         .bind(chunk_id)
         .fetch_optional(&self.pool)
         .await?
         .ok_or(StoreError::ChunkNotFound(chunk_id))?;
-        Ok(ChunkRow {
-            id: row.try_get(0)?,
-            document_id: row.try_get(1)?,
-            revision_id: row.try_get(2)?,
-            ordinal: row.try_get(3)?,
-            start_byte: to_usize(row.try_get(4)?, "start_byte")?,
-            end_byte: to_usize(row.try_get(5)?, "end_byte")?,
-            text: row.try_get(6)?,
-            sha256: row.try_get(7)?,
-        })
+        chunk_row(&row)
     }
+}
+
+/// A chunk's columns, selected as `c_id`, `c_document_id`, … (so that a join with
+/// another table can carry them without clashing names).
+pub(crate) fn chunk_row(row: &sqlx::postgres::PgRow) -> Result<ChunkRow> {
+    Ok(ChunkRow {
+        id: row.try_get("c_id")?,
+        document_id: row.try_get("c_document_id")?,
+        revision_id: row.try_get("c_revision_id")?,
+        ordinal: row.try_get("c_ordinal")?,
+        start_byte: to_usize(row.try_get("c_start_byte")?, "start_byte")?,
+        end_byte: to_usize(row.try_get("c_end_byte")?, "end_byte")?,
+        text: row.try_get("c_text")?,
+        sha256: row.try_get("c_sha256")?,
+    })
 }
 
 fn check_spans(text: &str, chunks: &[ChunkSpan]) -> Result<()> {

@@ -9,8 +9,10 @@ use sqlx::{PgConnection, Row};
 use crate::error::{Result, StoreError};
 use relata_core::DeadReason;
 
+use crate::documents::chunk_row;
 use crate::types::{
-    CallOutcome, CommitOutcome, Committed, JobRow, JobState, JobToPublish, NewModelCall, RowCounts,
+    CallOutcome, ChunkRow, CommitOutcome, Committed, JobRow, JobState, JobToPublish, NewModelCall,
+    RowCounts,
 };
 use crate::{EXCERPT_MAX_CHARS, Store, parse_label};
 
@@ -152,34 +154,38 @@ impl Store {
         .bind(job_id.as_str())
         .fetch_optional(&self.pool)
         .await?;
+        row.as_ref().map(job_row).transpose()
+    }
+
+    /// A job and, for an extract job, its chunk, in one round trip: what a worker reads
+    /// before it calls the model. The chunk is `None` for a classify job, and for an
+    /// extract job whose chunk does not exist.
+    pub async fn job_with_chunk(
+        &self,
+        job_id: &JobId,
+    ) -> Result<Option<(JobRow, Option<ChunkRow>)>> {
+        let row = sqlx::query(
+            "SELECT j.job_id, j.task, j.task_version_fingerprint, j.prompt_version, j.schema_id,
+                    j.schema_version, j.schema_sha256, j.model, j.chunk_id, j.pairs,
+                    j.origin_job_id, j.state, j.attempts, j.dead_reason, j.published_at,
+                    j.created_at, j.updated_at, j.completed_at,
+                    c.id AS c_id, c.document_id AS c_document_id,
+                    c.revision_id AS c_revision_id, c.ordinal AS c_ordinal,
+                    c.start_byte AS c_start_byte, c.end_byte AS c_end_byte, c.text AS c_text,
+                    c.sha256 AS c_sha256
+             FROM jobs j LEFT JOIN chunks c ON c.id = j.chunk_id
+             WHERE j.job_id = $1",
+        )
+        .bind(job_id.as_str())
+        .fetch_optional(&self.pool)
+        .await?;
         let Some(row) = row else { return Ok(None) };
-        let version = TaskVersion {
-            task: parse_label(row.try_get("task")?)?,
-            prompt_version: row.try_get("prompt_version")?,
-            schema_id: row.try_get("schema_id")?,
-            schema_version: u32::try_from(row.try_get::<i32, _>("schema_version")?)
-                .map_err(|_| StoreError::Invariant("negative schema_version".into()))?,
-            schema_sha256: row.try_get("schema_sha256")?,
-            model: row.try_get("model")?,
+        let job = job_row(&row)?;
+        let chunk = match row.try_get::<Option<i64>, _>("c_id")? {
+            None => None,
+            Some(_) => Some(chunk_row(&row)?),
         };
-        let pairs: Option<Json<Vec<(i64, i64)>>> = row.try_get("pairs")?;
-        let dead: Option<String> = row.try_get("dead_reason")?;
-        let origin: Option<String> = row.try_get("origin_job_id")?;
-        Ok(Some(JobRow {
-            job_id: parse_job_id(row.try_get("job_id")?)?,
-            version,
-            task_version_fingerprint: row.try_get("task_version_fingerprint")?,
-            chunk_id: row.try_get("chunk_id")?,
-            pairs: pairs.map(|p| p.0),
-            origin_job_id: origin.map(parse_job_id).transpose()?,
-            state: parse_label(row.try_get("state")?)?,
-            attempts: row.try_get("attempts")?,
-            dead_reason: dead.map(parse_label).transpose()?,
-            published_at: row.try_get("published_at")?,
-            created_at: row.try_get("created_at")?,
-            updated_at: row.try_get("updated_at")?,
-            completed_at: row.try_get("completed_at")?,
-        }))
+        Ok(Some((job, chunk)))
     }
 
     /// Count one failed execution of a job that will be tried again (a delayed requeue
@@ -275,6 +281,37 @@ pub(crate) struct LockedJob {
     pub pairs: Option<Vec<(i64, i64)>>,
 }
 
+/// A `jobs` row as a [`JobRow`] (the columns of [`Store::job`]).
+fn job_row(row: &sqlx::postgres::PgRow) -> Result<JobRow> {
+    let version = TaskVersion {
+        task: parse_label(row.try_get("task")?)?,
+        prompt_version: row.try_get("prompt_version")?,
+        schema_id: row.try_get("schema_id")?,
+        schema_version: u32::try_from(row.try_get::<i32, _>("schema_version")?)
+            .map_err(|_| StoreError::Invariant("negative schema_version".into()))?,
+        schema_sha256: row.try_get("schema_sha256")?,
+        model: row.try_get("model")?,
+    };
+    let pairs: Option<Json<Vec<(i64, i64)>>> = row.try_get("pairs")?;
+    let dead: Option<String> = row.try_get("dead_reason")?;
+    let origin: Option<String> = row.try_get("origin_job_id")?;
+    Ok(JobRow {
+        job_id: parse_job_id(row.try_get("job_id")?)?,
+        version,
+        task_version_fingerprint: row.try_get("task_version_fingerprint")?,
+        chunk_id: row.try_get("chunk_id")?,
+        pairs: pairs.map(|p| p.0),
+        origin_job_id: origin.map(parse_job_id).transpose()?,
+        state: parse_label(row.try_get("state")?)?,
+        attempts: row.try_get("attempts")?,
+        dead_reason: dead.map(parse_label).transpose()?,
+        published_at: row.try_get("published_at")?,
+        created_at: row.try_get("created_at")?,
+        updated_at: row.try_get("updated_at")?,
+        completed_at: row.try_get("completed_at")?,
+    })
+}
+
 /// `SELECT … FOR UPDATE` the job: a concurrent commit of the same job waits here, then
 /// sees the terminal state the first one wrote.
 pub(crate) async fn lock_job(conn: &mut PgConnection, job_id: &JobId) -> Result<LockedJob> {
@@ -297,6 +334,63 @@ pub(crate) async fn lock_job(conn: &mut PgConnection, job_id: &JobId) -> Result<
     })
 }
 
+/// A model call's columns as the database stores them; shared by every statement that
+/// writes a call record, so that each writes the same values the same way.
+pub(crate) struct CallColumns<'a> {
+    pub task: &'static str,
+    pub model: &'a str,
+    pub prompt_version: &'a str,
+    pub schema_id: &'a str,
+    pub schema_version: i32,
+    pub schema_sha256: &'a str,
+    pub started_at: DateTime<Utc>,
+    pub finished_at: DateTime<Utc>,
+    pub duration_ms: i64,
+    pub attempts: i32,
+    pub prompt_tokens: Option<i64>,
+    pub completion_tokens: Option<i64>,
+    pub excerpt: Option<&'a str>,
+}
+
+impl<'a> CallColumns<'a> {
+    pub(crate) fn of(call: &'a NewModelCall) -> Result<CallColumns<'a>> {
+        let tokens = |t: Option<u64>| t.map(|t| i64::try_from(t).unwrap_or(i64::MAX));
+        Ok(CallColumns {
+            task: call.version.task.as_str(),
+            model: &call.version.model,
+            prompt_version: &call.version.prompt_version,
+            schema_id: &call.version.schema_id,
+            schema_version: schema_version(&call.version)?,
+            schema_sha256: &call.version.schema_sha256,
+            started_at: call.started_at,
+            finished_at: call.finished_at,
+            duration_ms: duration_ms(call.started_at, call.finished_at),
+            attempts: i32::try_from(call.attempts.max(1)).unwrap_or(i32::MAX),
+            prompt_tokens: tokens(call.prompt_tokens),
+            completion_tokens: tokens(call.completion_tokens),
+            excerpt: call.excerpt.as_deref().map(bounded),
+        })
+    }
+}
+
+/// The call's task version must be the job's: a call made under another prompt, schema
+/// or model is evidence about a different job.
+pub(crate) fn check_call_version(
+    job_id: &JobId,
+    job_fingerprint: &str,
+    call: &NewModelCall,
+) -> Result<()> {
+    if call.version.fingerprint() != job_fingerprint {
+        return Err(StoreError::InvalidInput(format!(
+            "model call for job {job_id} was made with task version {} (model {}, prompt {}), not the job's",
+            call.version.fingerprint(),
+            call.version.model,
+            call.version.prompt_version
+        )));
+    }
+    Ok(())
+}
+
 /// Write the evidence record of one call. The call's task version must be the job's.
 pub(crate) async fn insert_call(
     conn: &mut PgConnection,
@@ -306,17 +400,8 @@ pub(crate) async fn insert_call(
     outcome: CallOutcome,
     reason: Option<&str>,
 ) -> Result<i64> {
-    if call.version.fingerprint() != job.fingerprint {
-        return Err(StoreError::InvalidInput(format!(
-            "model call for job {job_id} was made with task version {} (model {}, prompt {}), not the job's",
-            call.version.fingerprint(),
-            call.version.model,
-            call.version.prompt_version
-        )));
-    }
-    let duration_ms = duration_ms(call.started_at, call.finished_at);
-    let attempts = i32::try_from(call.attempts.max(1)).unwrap_or(i32::MAX);
-    let tokens = |t: Option<u64>| t.map(|t| i64::try_from(t).unwrap_or(i64::MAX));
+    check_call_version(job_id, &job.fingerprint, call)?;
+    let c = CallColumns::of(call)?;
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO model_calls (job_id, task, model, prompt_version, schema_id, schema_version,
                                   schema_sha256, started_at, finished_at, duration_ms, attempts,
@@ -325,21 +410,21 @@ pub(crate) async fn insert_call(
          RETURNING id",
     )
     .bind(job_id.as_str())
-    .bind(call.version.task.as_str())
-    .bind(&call.version.model)
-    .bind(&call.version.prompt_version)
-    .bind(&call.version.schema_id)
-    .bind(schema_version(&call.version)?)
-    .bind(&call.version.schema_sha256)
-    .bind(call.started_at)
-    .bind(call.finished_at)
-    .bind(duration_ms)
-    .bind(attempts)
-    .bind(tokens(call.prompt_tokens))
-    .bind(tokens(call.completion_tokens))
+    .bind(c.task)
+    .bind(c.model)
+    .bind(c.prompt_version)
+    .bind(c.schema_id)
+    .bind(c.schema_version)
+    .bind(c.schema_sha256)
+    .bind(c.started_at)
+    .bind(c.finished_at)
+    .bind(c.duration_ms)
+    .bind(c.attempts)
+    .bind(c.prompt_tokens)
+    .bind(c.completion_tokens)
     .bind(outcome.as_str())
     .bind(reason)
-    .bind(call.excerpt.as_deref().map(bounded))
+    .bind(c.excerpt)
     .fetch_one(&mut *conn)
     .await?;
     Ok(id)

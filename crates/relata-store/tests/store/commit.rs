@@ -303,6 +303,42 @@ async fn a_judgement_for_another_chunk_is_refused() {
 }
 
 #[tokio::test]
+async fn a_commit_for_an_unknown_job_or_another_task_version_writes_nothing() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let up = ingest(s, "alpha", TEXT).await;
+    let chunk = s.load_chunk(up.chunk_ids[0]).await.unwrap();
+    let job = extract_job(s, chunk.id).await;
+    let j = judge_extract(
+        &GateConfig::default(),
+        &chunk.text,
+        partial_response().as_bytes(),
+    );
+    let mut other = extract_version();
+    other.prompt_version = "another-prompt".into();
+    let err = s
+        .commit_extract(&job, &call(&other), &j, &chunk)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    assert!(err.to_string().contains("task version"), "{err}");
+    let unknown = relata_core::JobId::derive(&extract_version(), b"no such job");
+    let err = s
+        .commit_extract(&unknown, &call(&extract_version()), &j, &chunk)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+    assert_eq!(snapshot(&db).await, [0, 0, 0, 0, 0, 0]);
+    assert_eq!(s.job(&job).await.unwrap().unwrap().state, JobState::Queued);
+    // The job is still committable by the right call.
+    let done = s
+        .commit_extract(&job, &call(&extract_version()), &j, &chunk)
+        .await
+        .unwrap();
+    assert!(matches!(done, CommitOutcome::Committed(_)), "{done:?}");
+}
+
+#[tokio::test]
 async fn the_database_refuses_a_quote_that_is_not_the_text_at_its_offsets() {
     let db = TestDb::new().await;
     let s = &db.store;
