@@ -13,8 +13,7 @@ use relata_model::{
 };
 use relata_queue::{Broker, Delivery, QueueError, RetryDecision, RetryPolicy, RetryTier};
 use relata_store::{
-    ChunkRow, CommitOutcome, Committed, ErrorKind, JobRow, JobState, NewModelCall, Store,
-    StoreError,
+    ChunkRow, CommitOutcome, Committed, JobRow, JobState, NewModelCall, Store, StoreError,
 };
 use relata_validate::{ClassifyInput, GateConfig, Rejection, judge_classify, judge_extract};
 use tokio::sync::Semaphore;
@@ -243,8 +242,12 @@ impl Worker {
             let why = format!("a {} job on the {} queue", msg.task, task);
             return (None, dead(DeadReason::Poison, why));
         }
-        let job = match self.store_retry(|| self.store.job(&msg.job_id)).await {
-            Ok(Some(job)) => job,
+        // The job and its chunk in one round trip.
+        let (job, chunk) = match self
+            .store_retry(|| self.store.job_with_chunk(&msg.job_id))
+            .await
+        {
+            Ok(Some(found)) => found,
             Ok(None) => {
                 let why = format!("job {} is not in the ledger", msg.job_id);
                 return (None, dead(DeadReason::MissingInput, why));
@@ -277,28 +280,24 @@ impl Worker {
             return (job_id, dead(DeadReason::VersionMismatch, why));
         }
         let settle = match task {
-            Task::Extract => self.extract(&job, delivery.attempt()).await,
+            Task::Extract => self.extract(&job, chunk, delivery.attempt()).await,
             Task::Classify => self.classify(&job, delivery.attempt()).await,
         };
         (job_id, settle)
     }
 
-    async fn extract(&self, job: &JobRow, attempt: u32) -> Settle {
+    async fn extract(&self, job: &JobRow, chunk: Option<ChunkRow>, attempt: u32) -> Settle {
         let Some(chunk_id) = job.chunk_id else {
             return dead(
                 DeadReason::MissingInput,
                 "extract job without a chunk".into(),
             );
         };
-        let chunk: ChunkRow = match self.store_retry(|| self.store.load_chunk(chunk_id)).await {
-            Ok(c) => c,
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                return dead(
-                    DeadReason::MissingInput,
-                    format!("chunk {chunk_id} does not exist"),
-                );
-            }
-            Err(_) => return Settle::Requeue,
+        let Some(chunk) = chunk else {
+            return dead(
+                DeadReason::MissingInput,
+                format!("chunk {chunk_id} does not exist"),
+            );
         };
         tracing::Span::current().record("document_id", chunk.document_id);
         let call = self.model.extract(&chunk.text).await;
