@@ -15,9 +15,11 @@
 //!   rejection points at the `model_calls` row (model, prompt version, schema
 //!   id/version/sha256, time) that proposed it.
 //! * **Nothing is duplicated** (8): every terminal operation on a job locks its ledger row
-//!   (`SELECT … FOR UPDATE`) and does nothing, returning
-//!   [`CommitOutcome::AlreadyCommitted`], when the job is already terminal. A redelivered
-//!   job therefore never writes twice, and the worker can ack it without a model call.
+//!   (`SELECT … FOR UPDATE`; the extract commit, which is a single statement, does it with
+//!   its first step, `UPDATE jobs … WHERE state = 'queued'`, that every insert depends on)
+//!   and does nothing, returning [`CommitOutcome::AlreadyCommitted`], when the job is
+//!   already terminal. A redelivered job therefore never writes twice, and the worker can
+//!   ack it without a model call.
 //!
 //! The crate knows nothing of AMQP or HTTP. Errors say themselves whether a retry can help
 //! ([`StoreError::is_retryable`]).

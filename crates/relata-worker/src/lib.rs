@@ -4,8 +4,9 @@
 //!
 //! 1. decode the message (undecodable → dead-letter `poison`, never requeued: a message
 //!    that cannot be read will not become readable);
-//! 2. look the job up in the ledger — unknown → `missing_input`; already terminal → ack
-//!    with no model call (guarantee 8); another task version → `version_mismatch`;
+//! 2. look the job up in the ledger, with an extract job's chunk in the same query —
+//!    unknown → `missing_input`; already terminal → ack with no model call (guarantee 8);
+//!    another task version → `version_mismatch`;
 //! 3. ask the model; the adapter has already retried transport failures in-process, so a
 //!    transport error here goes back through the broker's delayed-retry tiers and, when
 //!    those are spent, is dead-lettered `transport_exhausted`; a permanent provider error
