@@ -154,14 +154,20 @@ async fn an_interrupted_backfill_resumes_without_publishing_twice_and_holds_its_
     assert_eq!(depth(&env, Task::Extract).await, 30);
     env.set("RELATA_MODEL_NAME", "fake-model-2");
 
-    // 30 jobs at 10 per second take ~3 s; stop the run after about one.
+    // 30 jobs at 10 per second take ~3 s; stop the run once it has published some.
+    // (Waiting for the queue rather than a fixed time: a slow start under load must not
+    // make the run publish nothing before the signal.)
     let mut child = env
         .command(&["backfill", "--task", "extract", "--rate", "10", "--json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while depth(&env, Task::Extract).await <= 30 {
+        assert!(Instant::now() < deadline, "backfill published nothing");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let _ = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status();
