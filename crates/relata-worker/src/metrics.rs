@@ -8,6 +8,7 @@ use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use relata_core::{Check, DeadReason, RowKind, Task};
 use relata_validate::GateConfig;
@@ -44,13 +45,34 @@ struct CheckLabels {
 }
 
 /// The worker's own metric families (the model adapter registers its own).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct JobMetrics {
     jobs: Family<TaskOutcomeLabels, Counter>,
+    duration: Family<TaskOutcomeLabels, Histogram>,
     retries: Family<TaskLabels, Counter>,
     dead_lettered: Family<TaskReasonLabels, Counter>,
     rows_committed: Family<TaskKindLabels, Counter>,
     check_enabled: Family<CheckLabels, Gauge>,
+}
+
+fn job_duration_histogram() -> Histogram {
+    // 1 ms (an already-committed redelivery) .. ~15 min (a slow local model behind
+    // adapter retries): 16 buckets, each 2.5 times the last.
+    Histogram::new(exponential_buckets(0.001, 2.5, 16))
+}
+
+impl Default for JobMetrics {
+    /// Metrics not attached to any registry (for tests that do not export).
+    fn default() -> Self {
+        JobMetrics {
+            jobs: Family::default(),
+            duration: Family::new_with_constructor(job_duration_histogram),
+            retries: Family::default(),
+            dead_lettered: Family::default(),
+            rows_committed: Family::default(),
+            check_enabled: Family::default(),
+        }
+    }
 }
 
 impl JobMetrics {
@@ -60,6 +82,11 @@ impl JobMetrics {
             "relata_jobs",
             "Jobs finished, by task and outcome",
             m.jobs.clone(),
+        );
+        registry.register(
+            "relata_job_duration_seconds",
+            "Time from taking a delivery to settling it with the broker (look-up, model call, gate, commit, follow-up, ack), by task and outcome",
+            m.duration.clone(),
         );
         registry.register(
             "relata_job_retries",
@@ -121,17 +148,25 @@ impl ChecksConfigured<'_> {
 pub struct JobFinished {
     pub task: Task,
     pub outcome: JobOutcome,
+    /// From taking the delivery to settling it.
+    pub duration: std::time::Duration,
 }
 
 impl JobFinished {
     pub fn emit(&self, m: &JobMetrics) {
-        tracing::info!(outcome = self.outcome.as_str(), "job finished");
-        m.jobs
-            .get_or_create(&TaskOutcomeLabels {
-                task: self.task.as_str(),
-                outcome: self.outcome.as_str(),
-            })
-            .inc();
+        tracing::info!(
+            outcome = self.outcome.as_str(),
+            duration_ms = self.duration.as_secs_f64() * 1000.0,
+            "job finished"
+        );
+        let labels = TaskOutcomeLabels {
+            task: self.task.as_str(),
+            outcome: self.outcome.as_str(),
+        };
+        m.jobs.get_or_create(&labels).inc();
+        m.duration
+            .get_or_create(&labels)
+            .observe(self.duration.as_secs_f64());
     }
 }
 

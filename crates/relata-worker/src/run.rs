@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use backon::{ExponentialBuilder, Retryable};
 use futures::StreamExt;
@@ -223,8 +223,9 @@ impl Worker {
             attempt = delivery.attempt(),
         );
         async {
+            let taken = Instant::now();
             let (job_id, settle) = self.process(&delivery).await;
-            self.settle(delivery, job_id.as_ref(), settle).await
+            self.settle(delivery, job_id.as_ref(), settle, taken).await
         }
         .instrument(span)
         .await
@@ -551,6 +552,7 @@ impl Worker {
         delivery: Delivery,
         job_id: Option<&JobId>,
         settle: Settle,
+        taken: Instant,
     ) -> JobOutcome {
         let task = self.settings.task;
         let (result, outcome) = match settle {
@@ -594,7 +596,12 @@ impl Worker {
         match result {
             Ok(()) => {
                 if outcome != JobOutcome::Retried {
-                    JobFinished { task, outcome }.emit(&self.metrics);
+                    JobFinished {
+                        task,
+                        outcome,
+                        duration: taken.elapsed(),
+                    }
+                    .emit(&self.metrics);
                 }
                 outcome
             }

@@ -120,6 +120,18 @@ async fn ingest_extract_classify_end_to_end() {
         3.0,
         "{m}"
     );
+    // Every finished job is timed once, under the same labels as its count.
+    let finished = sample(&m, "relata_jobs_total", &[("task", "extract")]);
+    assert!(finished > 0.0, "{m}");
+    assert_eq!(
+        sample(
+            &m,
+            "relata_job_duration_seconds_count",
+            &[("task", "extract")]
+        ),
+        finished,
+        "{m}"
+    );
     assert_eq!(
         sample(
             &m,
