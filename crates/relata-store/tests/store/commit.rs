@@ -1,5 +1,6 @@
+use relata_core::{Check, Severity};
 use relata_store::{CommitOutcome, ErrorKind, JobState};
-use relata_validate::{GateConfig, Verdict, judge_extract};
+use relata_validate::{CheckSetting, GateConfig, Verdict, judge_extract};
 
 use crate::common::{TestDb, call, committed, extract_job, extract_version, ingest};
 
@@ -374,5 +375,77 @@ async fn the_database_refuses_a_quote_that_is_not_the_text_at_its_offsets() {
     assert_eq!(
         relata_store::StoreError::from(err).sqlstate().as_deref(),
         Some("23514")
+    );
+}
+
+#[tokio::test]
+async fn entity_warnings_and_claims_linked_by_name_point_at_the_rows_just_written() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let up = ingest(s, "alpha", TEXT).await;
+    let chunk = s.load_chunk(up.chunk_ids[1]).await.unwrap();
+    let job = extract_job(s, chunk.id).await;
+    // A duplicate entity is kept with a warning, and claims find their entity by name.
+    let mut config = GateConfig::default();
+    let on = |severity| CheckSetting {
+        enabled: true,
+        severity,
+    };
+    config.set(Check::NoDuplicate, on(Severity::Warn)).unwrap();
+    config
+        .set(
+            Check::SubjectKnown,
+            CheckSetting {
+                enabled: false,
+                severity: Severity::Reject,
+            },
+        )
+        .unwrap();
+    let response = serde_json::json!({
+        "entities": [
+            {"name": "Alpha Corp", "type": "organization"},
+            {"name": "alpha  corp", "type": "organization"},
+        ],
+        "claims": [
+            {"statement": "Alpha Corp manufactures widgets in Zürich.",
+             "quote": "makes widgets in Zürich", "subject": "ALPHA CORP"},
+            {"statement": "Its widgets are of the colour blue.",
+             "quote": "Its widgets are blue", "subject": "The widgets"},
+        ],
+    })
+    .to_string();
+    let j = judge_extract(&config, &chunk.text, response.as_bytes());
+    assert_eq!(j.verdict(), Verdict::Accepted, "{:?}", j.rejections());
+    let done = committed(
+        s.commit_extract(&job, &call(&extract_version()), &j, &chunk)
+            .await
+            .unwrap(),
+    );
+    assert_eq!(done.counts.entities, 2);
+    assert_eq!(done.counts.claims, 2);
+    assert_eq!(done.counts.warnings, 1);
+    let (first, second) = (done.entity_ids[0], done.entity_ids[1]);
+    assert!(
+        first < second,
+        "ids follow row order: {:?}",
+        done.entity_ids
+    );
+    let warned: (String, i32, Option<i64>, Option<i64>, String) =
+        sqlx::query_as("SELECT row_kind, row_index, entity_id, claim_id, reason FROM warnings")
+            .fetch_one(db.pool())
+            .await
+            .unwrap();
+    assert_eq!(
+        warned,
+        ("entity".into(), 1, Some(second), None, "duplicate".into())
+    );
+    let links: Vec<(i64, Option<i64>)> =
+        sqlx::query_as("SELECT id, entity_id FROM claims ORDER BY row_index")
+            .fetch_all(db.pool())
+            .await
+            .unwrap();
+    assert_eq!(
+        links,
+        [(done.claim_ids[0], Some(first)), (done.claim_ids[1], None)]
     );
 }
