@@ -268,3 +268,90 @@ async fn overlapping_ingests_of_one_source_do_not_both_run() {
     assert_eq!(depth(&env, Task::Extract).await, 4);
     env.teardown().await;
 }
+
+const CURIE_A: &str = "Marie Curie was a physicist and chemist.\n\nShe won the Nobel Prize in Physics in 1903, with Pierre Curie.\n";
+const CURIE_B: &str = "Marie Curie was born in Warsaw in 1867.\n\nShe never won any Nobel Prize in Physics, according to this text.\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_classify_backfill_republishes_classified_pairs_under_a_new_version_once() {
+    let options = FakeOptions {
+        models: vec!["fake-model".into()],
+        routes: vec![
+            crate::common::route(
+                "physicist and chemist",
+                r#"{"entities":[{"name":"Marie Curie","type":"person"}],
+                    "claims":[{"statement":"Marie Curie won the Nobel Prize in Physics in 1903","quote":"She won the Nobel Prize in Physics in 1903","subject":"Marie Curie"}]}"#,
+            ),
+            crate::common::route(
+                "born in Warsaw",
+                r#"{"entities":[{"name":"Marie Curie","type":"person"}],
+                    "claims":[{"statement":"Marie Curie was born in Warsaw in 1867","quote":"Marie Curie was born in Warsaw in 1867","subject":"Marie Curie"},
+                              {"statement":"Marie Curie never won a Nobel Prize in Physics","quote":"She never won any Nobel Prize in Physics","subject":"Marie Curie"}]}"#,
+            ),
+        ],
+        ..FakeOptions::default()
+    };
+    let mut env = Env::new(options, vec![]).await;
+    // Ingest the documents one at a time, each extracted before the next arrives, so the
+    // candidate pairs do not depend on which commit lands first: B's two claims each
+    // pair with A's one claim (pairs never join claims of one document).
+    let extract = env.spawn_worker(Task::Extract);
+    ingest(&env, &env.write_doc("curie-a.txt", CURIE_A), "wiki");
+    env.wait_for_jobs(Task::Extract, 1, Duration::from_secs(60))
+        .await;
+    ingest(&env, &env.write_doc("curie-b.txt", CURIE_B), "wiki");
+    env.wait_for_jobs(Task::Extract, 2, Duration::from_secs(60))
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while depth(&env, Task::Classify).await < 1 {
+        assert!(Instant::now() < deadline, "no classify job was published");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(extract.terminate(), Some(0));
+    assert_eq!(depth(&env, Task::Classify).await, 1);
+
+    // Same task version: the pairs are already reserved; nothing to do.
+    let same = json_out(&env.relata(&["backfill", "--task", "classify", "--json"]));
+    assert_eq!(same["to_publish"], 0, "{same}");
+    assert_eq!(same["jobs_published"], 0, "{same}");
+
+    // A model change makes a new classify version: both pairs are selected, once.
+    env.set("RELATA_MODEL_NAME", "fake-model-2");
+    let dry = json_out(&env.relata(&["backfill", "--task", "classify", "--dry-run", "--json"]));
+    assert_eq!(dry["to_publish"], 2, "{dry}");
+    assert_eq!(depth(&env, Task::Classify).await, 1, "--dry-run published");
+    let elsewhere = json_out(&env.relata(&[
+        "backfill",
+        "--task",
+        "classify",
+        "--source",
+        "another-source",
+        "--json",
+    ]));
+    assert_eq!(elsewhere["jobs_published"], 0, "{elsewhere}");
+
+    let run = json_out(&env.relata(&["backfill", "--task", "classify", "--json"]));
+    assert_eq!(run["jobs_published"], 1, "two pairs fit one batch: {run}");
+    assert_eq!(depth(&env, Task::Classify).await, 2);
+    let again = json_out(&env.relata(&["backfill", "--task", "classify", "--json"]));
+    assert_eq!(again["to_publish"], 0, "{again}");
+    assert_eq!(again["jobs_published"], 0, "{again}");
+    assert_eq!(depth(&env, Task::Classify).await, 2);
+
+    // The new job carries exactly the two pairs, under the new version.
+    let store = env.store().await;
+    let jobs: Vec<(String, serde_json::Value)> =
+        sqlx::query_as("SELECT model, pairs FROM jobs WHERE task = 'classify' ORDER BY created_at")
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(jobs.len(), 2, "{jobs:?}");
+    assert_eq!(jobs[0].0, "fake-model");
+    assert_eq!(jobs[1].0, "fake-model-2");
+    assert_eq!(
+        jobs[0].1, jobs[1].1,
+        "the backfill classifies the same pairs"
+    );
+    assert_eq!(jobs[1].1.as_array().map(Vec::len), Some(2), "{jobs:?}");
+    env.teardown().await;
+}
