@@ -196,42 +196,24 @@ fn normalise_ascii(
         on_changed(0, 0, 0, lead);
     }
     let mut buf: Vec<u8> = Vec::with_capacity(n);
-    // Text between whitespace that needs changing (anything but a single space) is copied
-    // in bulk; the next such place is found with vectorised scans, each remembered until
-    // passed so that no byte is scanned twice by the same searcher.
-    let find_ctl = |from: usize| {
-        let rest = &b[from..];
-        let a = memchr::memchr3(b'\t', b'\n', b'\r', rest).unwrap_or(rest.len());
-        let c = memchr::memchr2(0x0b, 0x0c, &rest[..a]).unwrap_or(a);
-        from + c
-    };
-    let double = memchr::memmem::Finder::new(b"  ");
-    let find_dbl = |from: usize| from + double.find(&b[from..]).unwrap_or(n - from);
-    let mut next_ctl = find_ctl(lead);
-    let mut next_dbl = find_dbl(lead);
+    // Text up to the next whitespace that needs changing (anything but a single space
+    // between two non-space bytes) is copied in bulk. The next such place is found with a
+    // plain byte loop: in prose it is a few bytes away, where a vectorised search's
+    // set-up per call costs more than the bytes it skips.
+    let mut copied = lead;
     let mut i = lead;
     while i < n {
-        if next_ctl < i {
-            next_ctl = find_ctl(i);
+        let c = b[i];
+        if c > b' ' || (c == b' ' && i + 1 < n && !is_ascii_ws(b[i + 1])) || !is_ascii_ws(c) {
+            i += 1;
+            continue;
         }
-        if next_dbl < i {
-            next_dbl = find_dbl(i);
-        }
-        let k = next_ctl.min(next_dbl);
-        // A control whitespace byte may end a run that began with a space.
-        let run = if k > i && k < n && b[k - 1] == b' ' {
-            k - 1
-        } else {
-            k
-        };
-        buf.extend_from_slice(&b[i..run]);
-        if run >= n {
-            break;
-        }
-        let mut j = run;
+        let mut j = i + 1;
         while j < n && is_ascii_ws(b[j]) {
             j += 1;
         }
+        buf.extend_from_slice(&b[copied..i]);
+        copied = j;
         if j == n {
             // Trailing whitespace is dropped; nothing after it needs mapping.
             break;
@@ -239,15 +221,12 @@ fn normalise_ascii(
         let w = buf.len();
         buf.push(b' ');
         // One byte of whitespace keeps every offset; anything longer shifts them.
-        if j - run != 1 {
-            on_changed(w, w + 1, run, j);
+        if j - i != 1 {
+            on_changed(w, w + 1, i, j);
         }
         i = j;
     }
-    // A single trailing space was copied with the last run; it goes like any trailing run.
-    if buf.last() == Some(&b' ') {
-        buf.pop();
-    }
+    buf.extend_from_slice(&b[copied.min(n)..]);
     // ASCII in, ASCII out: the conversion cannot fail; an empty result if it somehow did
     // would only make a quote unfindable, never accept one.
     *out = String::from_utf8(buf).unwrap_or_default();
