@@ -26,6 +26,27 @@ fn partial_response() -> String {
     .to_string()
 }
 
+/// The document `TEXT` ingested, chunk `index`'s extract job, and the partial response
+/// judged against that chunk.
+async fn partial_job(
+    s: &relata_store::Store,
+    index: usize,
+) -> (
+    relata_store::ChunkRow,
+    relata_core::JobId,
+    relata_validate::Judgement<relata_validate::ExtractRows>,
+) {
+    let up = ingest(s, "alpha", TEXT).await;
+    let chunk = s.load_chunk(up.chunk_ids[index]).await.expect("chunk");
+    let job = extract_job(s, chunk.id).await;
+    let j = judge_extract(
+        &GateConfig::default(),
+        &chunk.text,
+        partial_response().as_bytes(),
+    );
+    (chunk, job, j)
+}
+
 /// Every table's row count, for "nothing was added".
 async fn snapshot(db: &TestDb) -> Vec<i64> {
     let mut out = Vec::new();
@@ -176,14 +197,7 @@ async fn commit_extract_writes_exactly_the_accepted_rows() {
 async fn a_second_commit_of_the_same_job_adds_nothing() {
     let db = TestDb::new().await;
     let s = &db.store;
-    let up = ingest(s, "alpha", TEXT).await;
-    let chunk = s.load_chunk(up.chunk_ids[1]).await.unwrap();
-    let job = extract_job(s, chunk.id).await;
-    let j = judge_extract(
-        &GateConfig::default(),
-        &chunk.text,
-        partial_response().as_bytes(),
-    );
+    let (chunk, job, j) = partial_job(s, 1).await;
     committed(
         s.commit_extract(&job, &call(&extract_version()), &j, &chunk)
             .await
@@ -216,14 +230,7 @@ async fn a_second_commit_of_the_same_job_adds_nothing() {
 async fn concurrent_commits_of_one_job_exactly_one_wins() {
     let db = TestDb::new().await;
     let s = &db.store;
-    let up = ingest(s, "alpha", TEXT).await;
-    let chunk = s.load_chunk(up.chunk_ids[1]).await.unwrap();
-    let job = extract_job(s, chunk.id).await;
-    let j = judge_extract(
-        &GateConfig::default(),
-        &chunk.text,
-        partial_response().as_bytes(),
-    );
+    let (chunk, job, j) = partial_job(s, 1).await;
 
     let mut tasks = Vec::new();
     for _ in 0..4 {
@@ -307,14 +314,7 @@ async fn a_judgement_for_another_chunk_is_refused() {
 async fn a_commit_for_an_unknown_job_or_another_task_version_writes_nothing() {
     let db = TestDb::new().await;
     let s = &db.store;
-    let up = ingest(s, "alpha", TEXT).await;
-    let chunk = s.load_chunk(up.chunk_ids[0]).await.unwrap();
-    let job = extract_job(s, chunk.id).await;
-    let j = judge_extract(
-        &GateConfig::default(),
-        &chunk.text,
-        partial_response().as_bytes(),
-    );
+    let (chunk, job, j) = partial_job(s, 0).await;
     let mut other = extract_version();
     other.prompt_version = "another-prompt".into();
     let err = s
@@ -343,14 +343,7 @@ async fn a_commit_for_an_unknown_job_or_another_task_version_writes_nothing() {
 async fn the_database_refuses_a_quote_that_is_not_the_text_at_its_offsets() {
     let db = TestDb::new().await;
     let s = &db.store;
-    let up = ingest(s, "alpha", TEXT).await;
-    let chunk = s.load_chunk(up.chunk_ids[1]).await.unwrap();
-    let job = extract_job(s, chunk.id).await;
-    let j = judge_extract(
-        &GateConfig::default(),
-        &chunk.text,
-        partial_response().as_bytes(),
-    );
+    let (chunk, job, j) = partial_job(s, 1).await;
     committed(
         s.commit_extract(&job, &call(&extract_version()), &j, &chunk)
             .await
