@@ -6,6 +6,17 @@ use crate::error::{Result, StoreError};
 use crate::types::{ChunkRow, ChunkSpan, UpsertKind, UpsertOutcome};
 use crate::{Store, sha256_hex, to_i32, to_usize};
 
+/// The columns [`chunk_row`] reads, from `chunks` aliased `c`, each renamed `c_…` so that
+/// a join with another table can carry them without clashing names.
+macro_rules! chunk_columns {
+    () => {
+        "c.id AS c_id, c.document_id AS c_document_id, c.revision_id AS c_revision_id,
+         c.ordinal AS c_ordinal, c.start_byte AS c_start_byte, c.end_byte AS c_end_byte,
+         c.text AS c_text, c.sha256 AS c_sha256"
+    };
+}
+pub(crate) use chunk_columns;
+
 impl Store {
     /// Insert or update a document keyed by `(source, external_id)`, in one transaction.
     ///
@@ -120,12 +131,11 @@ impl Store {
 
     /// A chunk, the input of an extract job.
     pub async fn load_chunk(&self, chunk_id: i64) -> Result<ChunkRow> {
-        let row = sqlx::query(
-            "SELECT id AS c_id, document_id AS c_document_id, revision_id AS c_revision_id,
-                    ordinal AS c_ordinal, start_byte AS c_start_byte, end_byte AS c_end_byte,
-                    text AS c_text, sha256 AS c_sha256
-             FROM chunks WHERE id = $1",
-        )
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            chunk_columns!(),
+            " FROM chunks c WHERE c.id = $1"
+        ))
         .bind(chunk_id)
         .fetch_optional(&self.pool)
         .await?
@@ -134,8 +144,7 @@ impl Store {
     }
 }
 
-/// A chunk's columns, selected as `c_id`, `c_document_id`, … (so that a join with
-/// another table can carry them without clashing names).
+/// A chunk from a row that selected [`chunk_columns!`].
 pub(crate) fn chunk_row(row: &sqlx::postgres::PgRow) -> Result<ChunkRow> {
     Ok(ChunkRow {
         id: row.try_get("c_id")?,

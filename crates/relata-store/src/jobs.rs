@@ -9,12 +9,22 @@ use sqlx::{PgConnection, Row};
 use crate::error::{Result, StoreError};
 use relata_core::DeadReason;
 
-use crate::documents::chunk_row;
+use crate::documents::{chunk_columns, chunk_row};
 use crate::types::{
     CallOutcome, ChunkRow, CommitOutcome, Committed, JobRow, JobState, JobToPublish, NewModelCall,
     RowCounts,
 };
 use crate::{EXCERPT_MAX_CHARS, Store, parse_label};
+
+/// The columns [`job_row`] reads, from `jobs` aliased `j`.
+macro_rules! job_columns {
+    () => {
+        "j.job_id, j.task, j.task_version_fingerprint, j.prompt_version, j.schema_id,
+         j.schema_version, j.schema_sha256, j.model, j.chunk_id, j.pairs, j.origin_job_id,
+         j.state, j.attempts, j.dead_reason, j.published_at, j.created_at, j.updated_at,
+         j.completed_at"
+    };
+}
 
 /// The job id of the extract job for a chunk (see the crate docs for the input bytes).
 pub fn extract_job_id(version: &TaskVersion, chunk_id: i64, chunk_sha256: &str) -> JobId {
@@ -145,12 +155,11 @@ impl Store {
 
     /// A job as the ledger holds it.
     pub async fn job(&self, job_id: &JobId) -> Result<Option<JobRow>> {
-        let row = sqlx::query(
-            "SELECT job_id, task, task_version_fingerprint, prompt_version, schema_id,
-                    schema_version, schema_sha256, model, chunk_id, pairs, origin_job_id, state,
-                    attempts, dead_reason, published_at, created_at, updated_at, completed_at
-             FROM jobs WHERE job_id = $1",
-        )
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            job_columns!(),
+            " FROM jobs j WHERE j.job_id = $1"
+        ))
         .bind(job_id.as_str())
         .fetch_optional(&self.pool)
         .await?;
@@ -164,18 +173,13 @@ impl Store {
         &self,
         job_id: &JobId,
     ) -> Result<Option<(JobRow, Option<ChunkRow>)>> {
-        let row = sqlx::query(
-            "SELECT j.job_id, j.task, j.task_version_fingerprint, j.prompt_version, j.schema_id,
-                    j.schema_version, j.schema_sha256, j.model, j.chunk_id, j.pairs,
-                    j.origin_job_id, j.state, j.attempts, j.dead_reason, j.published_at,
-                    j.created_at, j.updated_at, j.completed_at,
-                    c.id AS c_id, c.document_id AS c_document_id,
-                    c.revision_id AS c_revision_id, c.ordinal AS c_ordinal,
-                    c.start_byte AS c_start_byte, c.end_byte AS c_end_byte, c.text AS c_text,
-                    c.sha256 AS c_sha256
-             FROM jobs j LEFT JOIN chunks c ON c.id = j.chunk_id
-             WHERE j.job_id = $1",
-        )
+        let row = sqlx::query(concat!(
+            "SELECT ",
+            job_columns!(),
+            ", ",
+            chunk_columns!(),
+            " FROM jobs j LEFT JOIN chunks c ON c.id = j.chunk_id WHERE j.job_id = $1"
+        ))
         .bind(job_id.as_str())
         .fetch_optional(&self.pool)
         .await?;
@@ -281,7 +285,7 @@ pub(crate) struct LockedJob {
     pub pairs: Option<Vec<(i64, i64)>>,
 }
 
-/// A `jobs` row as a [`JobRow`] (the columns of [`Store::job`]).
+/// A `jobs` row as a [`JobRow`], from a row that selected `job_columns!`.
 fn job_row(row: &sqlx::postgres::PgRow) -> Result<JobRow> {
     let version = TaskVersion {
         task: parse_label(row.try_get("task")?)?,
