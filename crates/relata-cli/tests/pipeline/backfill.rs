@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use relata_core::Task;
 use relata_testkit::FakeOptions;
 
-use crate::common::{Env, corpus_path};
+use crate::common::{CURIE_A, CURIE_B, Env, corpus_path, route};
 
 fn options() -> FakeOptions {
     FakeOptions {
@@ -269,20 +269,17 @@ async fn overlapping_ingests_of_one_source_do_not_both_run() {
     env.teardown().await;
 }
 
-const CURIE_A: &str = "Marie Curie was a physicist and chemist.\n\nShe won the Nobel Prize in Physics in 1903, with Pierre Curie.\n";
-const CURIE_B: &str = "Marie Curie was born in Warsaw in 1867.\n\nShe never won any Nobel Prize in Physics, according to this text.\n";
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_classify_backfill_republishes_classified_pairs_under_a_new_version_once() {
     let options = FakeOptions {
         models: vec!["fake-model".into()],
         routes: vec![
-            crate::common::route(
+            route(
                 "physicist and chemist",
                 r#"{"entities":[{"name":"Marie Curie","type":"person"}],
                     "claims":[{"statement":"Marie Curie won the Nobel Prize in Physics in 1903","quote":"She won the Nobel Prize in Physics in 1903","subject":"Marie Curie"}]}"#,
             ),
-            crate::common::route(
+            route(
                 "born in Warsaw",
                 r#"{"entities":[{"name":"Marie Curie","type":"person"}],
                     "claims":[{"statement":"Marie Curie was born in Warsaw in 1867","quote":"Marie Curie was born in Warsaw in 1867","subject":"Marie Curie"},

@@ -364,3 +364,7 @@ pub fn route(needle: &str, content: &str) -> Route {
 pub fn corpus_path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
+
+/// Two documents about one person, so that their claims become candidate pairs.
+pub const CURIE_A: &str = "Marie Curie was a physicist and chemist.\n\nShe won the Nobel Prize in Physics in 1903, with Pierre Curie.\n";
+pub const CURIE_B: &str = "Marie Curie was born in Warsaw in 1867.\n\nShe never won any Nobel Prize in Physics, according to this text.\n";

@@ -5,10 +5,8 @@ use std::time::Duration;
 use relata_core::{JobId, JobMessage, Task};
 use relata_testkit::FakeOptions;
 
-use crate::common::{Env, corpus_path, route, sample};
+use crate::common::{CURIE_A, CURIE_B, Env, corpus_path, route, sample};
 
-const CURIE_A: &str = "Marie Curie was a physicist and chemist.\n\nShe won the Nobel Prize in Physics in 1903, with Pierre Curie.\n";
-const CURIE_B: &str = "Marie Curie was born in Warsaw in 1867.\n\nShe never won any Nobel Prize in Physics, according to this text.\n";
 const TOWER: &str = "The Eiffel Tower is located in Paris. It was completed in 1889.\n";
 
 fn options() -> FakeOptions {
