@@ -15,6 +15,7 @@ pub mod dead;
 pub mod handle;
 pub mod job;
 pub mod labels;
+pub mod sentences;
 pub mod task;
 
 pub use closed::UnknownLabel;
