@@ -11,7 +11,7 @@ use anyhow::{Context, Result, bail};
 use relata_core::{Check, Task};
 use relata_model::ModelConfig;
 use relata_queue::{BrokerConfig, TopologyConfig};
-use relata_validate::{CheckSetting, GateConfig};
+use relata_validate::{CheckSetting, GateConfig, SupportSettings};
 use relata_worker::WorkerSettings;
 
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/relata";
@@ -32,6 +32,22 @@ pub struct Config {
     pub ingest: IngestConfig,
     /// Per-check settings, e.g. `[checks.degenerate] enabled = true, severity = "warn"`.
     pub checks: BTreeMap<Check, CheckSetting>,
+    /// The support check's share of content words, e.g. `[support] min_share = 0.75`.
+    pub support: SupportConfig,
+}
+
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SupportConfig {
+    pub min_share: f64,
+}
+
+impl Default for SupportConfig {
+    fn default() -> Self {
+        SupportConfig {
+            min_share: relata_validate::DEFAULT_MIN_SHARE,
+        }
+    }
 }
 
 #[derive(Debug, Clone, serde::Deserialize)]
@@ -62,6 +78,7 @@ impl Default for Config {
             worker: WorkerConfig::default(),
             ingest: IngestConfig::default(),
             checks: BTreeMap::new(),
+            support: SupportConfig::default(),
         }
     }
 }
@@ -154,6 +171,7 @@ impl Config {
             &mut config.worker.commit_retry_max_ms,
         )?;
         env_num("RELATA_MAX_CHUNK_BYTES", &mut config.ingest.max_chunk_bytes)?;
+        env_num("RELATA_SUPPORT_MIN_SHARE", &mut config.support.min_share)?;
         Ok(config)
     }
 
@@ -197,6 +215,10 @@ impl Config {
         for (check, setting) in &self.checks {
             gate.set(*check, *setting)?;
         }
+        gate.set_support(SupportSettings {
+            min_share: self.support.min_share,
+        })
+        .context("[support] min_share (RELATA_SUPPORT_MIN_SHARE)")?;
         Ok(gate)
     }
 
@@ -261,6 +283,20 @@ mod tests {
             err.contains("quote_found") && err.contains("structural"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn the_support_share_is_read_and_bounded() {
+        let path = file("[support]\nmin_share = 0.5\n");
+        let config = Config::load(Some(&path)).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(config.gate().unwrap().support().min_share, 0.5);
+        for bad in [0.0, 1.5, -1.0, f64::NAN] {
+            let mut config = Config::default();
+            config.support.min_share = bad;
+            let err = format!("{:#}", config.gate().unwrap_err());
+            assert!(err.contains("min_share"), "{bad}: {err}");
+        }
     }
 
     #[test]

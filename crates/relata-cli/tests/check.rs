@@ -86,9 +86,11 @@ fn partial_extract_exits_3_and_explains_on_stderr() {
     let response = json!({
         "entities": [{"name": "Marie Curie", "type": "person"}, {"name": "Warsaw", "type": "city"}],
         "claims": [
-            {"statement": "Curie was born in Warsaw in 1868.", "quote": "born in Warsaw in 1867",
+            {"statement": "Curie was born in Warsaw in 1867.", "quote": "born in Warsaw in 1867",
              "subject": "Marie Curie"},
             {"statement": "Curie moved to London in 1891.", "quote": "She moved to London",
+             "subject": "Marie Curie"},
+            {"statement": "Curie was born in Warsaw in 1868.", "quote": "born in Warsaw in 1867",
              "subject": "Marie Curie"},
         ]
     });
@@ -120,17 +122,18 @@ fn partial_extract_exits_3_and_explains_on_stderr() {
             ("entity", 1, "rejected", json!("bad_enum")),
             ("claim", 0, "accepted", Value::Null),
             ("claim", 1, "rejected", json!("quote_not_found")),
+            ("claim", 2, "rejected", json!("unsupported")),
         ]
     );
-    assert_eq!(rows[2]["warnings"][0]["warning"], "figure_not_in_quote");
     assert!(rows[2]["quote_start"].is_u64());
     assert!(rows[3].get("quote_start").is_none());
     assert!(
         stderr.contains("claim 1 rejected: quote_not_found"),
         "{stderr}"
     );
+    // A figure the quote lacks: the support check names it.
     assert!(
-        stderr.contains("claim 0 warning: figure_not_in_quote"),
+        stderr.contains("claim 2 rejected: unsupported") && stderr.contains("1868"),
         "{stderr}"
     );
 }

@@ -31,6 +31,10 @@ closed_enum! {
         QuoteNotFound = "quote_not_found",
         /// A placeholder, a field name, or text too short to carry meaning.
         Degenerate = "degenerate",
+        /// The claim's statement is not supported by its own quote: a figure, a name or
+        /// too many of its words are missing from the quote, a negation is on one side
+        /// only, or its subject is grounded in neither the quote nor the chunk.
+        Unsupported = "unsupported",
         /// A claim's subject is not an accepted entity of the same response.
         UnknownSubject = "unknown_subject",
         /// A row repeating an earlier accepted row.
@@ -72,6 +76,7 @@ closed_enum! {
         SubjectKnown = "subject_known",
         NoDuplicate = "no_duplicate",
         FigureInQuote = "figure_in_quote",
+        Supported = "supported",
     }
 }
 

@@ -4,6 +4,8 @@
 use relata_core::{Check, Severity};
 use std::collections::BTreeMap;
 
+use crate::support::SupportSettings;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct CheckSetting {
@@ -11,19 +13,22 @@ pub struct CheckSetting {
     pub severity: Severity,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ConfigError {
     #[error(
         "check {0} cannot be disabled or set to warn: it is structural (a stored row would lose its link to the source, or reference something never sent)"
     )]
     Structural(Check),
+    #[error("the support check's min_share must be above 0 and at most 1, not {0}")]
+    SupportShare(f64),
 }
 
 /// The gate's settings. Every check is present; the default is every check enabled and
 /// rejecting, except `figure_in_quote`, which warns.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct GateConfig {
     checks: BTreeMap<Check, CheckSetting>,
+    support: SupportSettings,
 }
 
 impl Default for GateConfig {
@@ -44,7 +49,10 @@ impl Default for GateConfig {
                 )
             })
             .collect();
-        GateConfig { checks }
+        GateConfig {
+            checks,
+            support: SupportSettings::default(),
+        }
     }
 }
 
@@ -59,6 +67,21 @@ impl GateConfig {
             return Err(ConfigError::Structural(check));
         }
         self.checks.insert(check, setting);
+        Ok(())
+    }
+
+    /// The support check's own settings.
+    pub fn support(&self) -> SupportSettings {
+        self.support
+    }
+
+    /// Change the support check's share of content words. Refused outside (0, 1].
+    pub fn set_support(&mut self, support: SupportSettings) -> Result<(), ConfigError> {
+        let share = support.min_share;
+        if !(share > 0.0 && share <= 1.0) {
+            return Err(ConfigError::SupportShare(share));
+        }
+        self.support = support;
         Ok(())
     }
 

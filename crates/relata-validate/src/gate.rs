@@ -15,6 +15,7 @@ use crate::outcome::{
     AcceptedClaim, AcceptedEntity, AcceptedRelation, ClassifyRows, ExtractRows, Finding, Judgement,
     Rejection, RowOutcome, RowStatus,
 };
+use crate::support::{ClaimText, SupportOpinion, unsupported};
 use crate::text::{bounded, degenerate, excerpt, figures_not_in};
 
 /// A failed check: the reason and a bounded detail.
@@ -214,6 +215,7 @@ pub(crate) fn judge_extract(
     config: &GateConfig,
     source: &str,
     raw: &[u8],
+    opinion: Option<&dyn SupportOpinion>,
 ) -> Judgement<ExtractRows> {
     let mut doc = None;
     let parsed = top(raw, &mut doc, ["entities", "claims"]).and_then(|[e, c]| {
@@ -313,6 +315,22 @@ pub(crate) fn judge_extract(
                     ),
                 );
             };
+            let found_quote = &source[start..end];
+            row.check(Check::Supported, Reason::Unsupported, || {
+                let claim = ClaimText {
+                    statement,
+                    quote: found_quote,
+                    subject,
+                    chunk: source,
+                    quote_start: start,
+                };
+                unsupported(&config.support(), claim).or_else(|| {
+                    opinion.and_then(|o| {
+                        o.unsupported(statement, found_quote)
+                            .map(|d| format!("second opinion: {d}"))
+                    })
+                })
+            })?;
             let mut subject_at = None;
             if row.enabled(Check::SubjectKnown) {
                 subject_at = by_name.get(&lower(&n_subject)).copied();

@@ -46,7 +46,12 @@
 //!    of [`bounds`](relata_core::contract::bounds): a name needs 2 characters; a
 //!    statement 12 characters and 3 words (a subject, a verb and an object); a quote 8
 //!    characters and 2 words, so that a lone year or name — found verbatim almost
-//!    anywhere — cannot ground a claim. `quote_not_found`: see below. `unknown_handle`:
+//!    anywhere — cannot ground a claim. `quote_not_found`: see below. `unsupported`: the
+//!    claim's statement is not supported by its own quote — a figure or a name of the
+//!    statement missing from the quote, too small a share of its other content words
+//!    found there (after stemming), a negation on one side only, or a subject grounded
+//!    in neither the quote nor the chunk (the `supported` check; the rules and their
+//!    measured precision are in the `support` module). `unknown_handle`:
 //!    `a` or `b` is not a well-formed handle or was not among the handles sent.
 //! 4. **Consistency** (per row). `unknown_subject`: a claim's subject must equal the
 //!    name of an entity *accepted* from the same response, compared with
@@ -62,7 +67,10 @@
 //! the row's reason. Warning, not rejection: `figure_not_in_quote` — a number, year or
 //! percentage of the statement that its quote does not contain (a hand-written
 //! tokenizer: digit runs joined across `,`/`.`, thousands separators ignored, `%` not part
-//! of the figure).
+//! of the figure). The support check requires the same figures and rejects first, so with
+//! the default settings this warning is seen only when `supported` is demoted to `warn`
+//! or switched off: a figure the quote lacks is a statement the quote does not support,
+//! and a row that may be wrong about a number should not be stored as if it were right.
 //!
 //! # Quotes
 //!
@@ -98,11 +106,12 @@
 //!
 //! # What the gate does not guarantee
 //!
-//! Shape and provenance, not truth. An accepted claim's quote is verbatim in the source
-//! and its subject is an entity the same response named; the statement may still be
-//! wrong, trail off, or say more than the quote supports. A relation between two handles
-//! that were sent may still be the wrong relation. Figures not in the quote are flagged
-//! for review, not proven. The gate does not detect a response cut off by the token limit
+//! Shape, provenance and lexical support, not truth. An accepted claim's quote is
+//! verbatim in the source, its subject is an entity the same response named, and its
+//! statement's names, figures and most of its words are the quote's own; the statement
+//! may still rearrange those words into something the quote does not say ("Paris is the
+//! capital of France" does not support "France is the capital of Paris"). A relation
+//! between two handles that were sent may still be the wrong relation. The gate does not detect a response cut off by the token limit
 //! (that is `truncated`, decided by the caller from `finish_reason`), nor a refusal.
 
 mod config;
@@ -110,6 +119,7 @@ mod decode;
 mod gate;
 pub mod normalize;
 mod outcome;
+mod support;
 mod text;
 
 pub use config::{CheckSetting, ConfigError, GateConfig};
@@ -117,6 +127,7 @@ pub use outcome::{
     AcceptedClaim, AcceptedEntity, AcceptedRelation, ClassifyRows, ExtractRows, Finding, Judgement,
     Rejection, Report, ReportRow, RowOutcome, RowStatus, Verdict,
 };
+pub use support::{DEFAULT_MIN_SHARE, SupportOpinion, SupportSettings};
 pub use text::MAX_DETAIL_CHARS;
 
 use relata_core::Handle;
@@ -132,7 +143,18 @@ pub struct ClassifyInput {
 
 /// Judge a raw extract response against the source text it was asked about.
 pub fn judge_extract(config: &GateConfig, source: &str, raw: &[u8]) -> Judgement<ExtractRows> {
-    gate::judge_extract(config, source, raw)
+    gate::judge_extract(config, source, raw, None)
+}
+
+/// [`judge_extract`] with a second opinion on support, consulted for every claim the
+/// lexical support check accepted (it can only reject more).
+pub fn judge_extract_with_opinion(
+    config: &GateConfig,
+    source: &str,
+    raw: &[u8],
+    opinion: &dyn SupportOpinion,
+) -> Judgement<ExtractRows> {
+    gate::judge_extract(config, source, raw, Some(opinion))
 }
 
 /// Judge a raw classify response against what the request showed the model.

@@ -99,7 +99,7 @@ async fn transport_faults_are_retried_until_every_job_completes() {
             "Document number{i} says that Ada Lovelace wrote the first published algorithm.\n"
         );
         let content = format!(
-            r#"{{"entities":[{{"name":"Ada Lovelace","type":"person"}}],"claims":[{{"statement":"Document {i} says Ada wrote an algorithm","quote":"Ada Lovelace wrote the first published algorithm","subject":"Ada Lovelace"}}]}}"#
+            r#"{{"entities":[{{"name":"Ada Lovelace","type":"person"}}],"claims":[{{"statement":"Document number{i} says Ada Lovelace wrote the first published algorithm","quote":"Document number{i} says that Ada Lovelace wrote the first published algorithm","subject":"Ada Lovelace"}}]}}"#
         );
         options.routes.push(route(&format!("number{i} "), &content));
         docs.push(text);

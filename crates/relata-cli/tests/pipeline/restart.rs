@@ -20,13 +20,11 @@ fn options() -> FakeOptions {
         ..FakeOptions::default()
     };
     for i in 0..DOCS {
-        let content = format!(
-            r#"{{"entities":[{{"name":"Ada Lovelace","type":"person"}}],"claims":[{{"statement":"Document {i} says Ada wrote an algorithm","quote":"Ada Lovelace wrote the first published algorithm","subject":"Ada Lovelace"}}]}}"#
-        );
+        let content = r#"{"entities":[{"name":"Ada Lovelace","type":"person"}],"claims":[{"statement":"Ada Lovelace wrote the first published algorithm","quote":"Ada Lovelace wrote the first published algorithm","subject":"Ada Lovelace"}]}"#;
         // Slow enough that the restart lands while jobs are in flight.
         options.routes.push(Route {
             needle: format!("marker{i} "),
-            behaviour: Behaviour::completion(&content).delayed(Duration::from_millis(400)),
+            behaviour: Behaviour::completion(content).delayed(Duration::from_millis(400)),
         });
     }
     options.routes.insert(

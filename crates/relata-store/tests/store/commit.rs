@@ -2,7 +2,9 @@ use relata_core::{Check, Severity};
 use relata_store::{CommitOutcome, ErrorKind, JobState};
 use relata_validate::{CheckSetting, GateConfig, Verdict, judge_extract};
 
-use crate::common::{TestDb, call, committed, extract_job, extract_version, ingest};
+use crate::common::{
+    TestDb, call, committed, extract_job, extract_version, gate_without_support, ingest,
+};
 
 const TEXT: &str = "Alpha Corp was founded in 1990 by Jane Roe.\n\n\
                     Alpha Corp makes widgets in Zürich, Switzerland. Its widgets are blue.";
@@ -15,7 +17,7 @@ fn partial_response() -> String {
             {"name": "Zürich", "type": "location"},
         ],
         "claims": [
-            {"statement": "Alpha Corp manufactures widgets in Zürich.",
+            {"statement": "Alpha Corp makes widgets in Zürich.",
              "quote": "makes widgets in Zürich", "subject": "Alpha Corp"},
             {"statement": "Alpha Corp is located on the Moon.",
              "quote": "located on the Moon", "subject": "Alpha Corp"},
@@ -40,7 +42,7 @@ async fn partial_job(
     let chunk = s.load_chunk(up.chunk_ids[index]).await.expect("chunk");
     let job = extract_job(s, chunk.id).await;
     let j = judge_extract(
-        &GateConfig::default(),
+        &gate_without_support(),
         &chunk.text,
         partial_response().as_bytes(),
     );
@@ -74,7 +76,7 @@ async fn commit_extract_writes_exactly_the_accepted_rows() {
     let job = extract_job(s, chunk.id).await;
 
     let judgement = judge_extract(
-        &GateConfig::default(),
+        &gate_without_support(),
         &chunk.text,
         partial_response().as_bytes(),
     );
@@ -400,9 +402,9 @@ async fn entity_warnings_and_claims_linked_by_name_point_at_the_rows_just_writte
             {"name": "alpha  corp", "type": "organization"},
         ],
         "claims": [
-            {"statement": "Alpha Corp manufactures widgets in Zürich.",
+            {"statement": "Alpha Corp makes widgets in Zürich.",
              "quote": "makes widgets in Zürich", "subject": "ALPHA CORP"},
-            {"statement": "Its widgets are of the colour blue.",
+            {"statement": "The widgets are blue.",
              "quote": "Its widgets are blue", "subject": "The widgets"},
         ],
     })

@@ -161,10 +161,21 @@ pub async fn extract_doc(
     text: &str,
     response: &str,
 ) -> (ChunkRow, JobId, Committed) {
+    extract_doc_judged_by(&GateConfig::default(), store, external_id, text, response).await
+}
+
+/// [`extract_doc`] with the response judged by `gate`.
+pub async fn extract_doc_judged_by(
+    gate: &GateConfig,
+    store: &Store,
+    external_id: &str,
+    text: &str,
+    response: &str,
+) -> (ChunkRow, JobId, Committed) {
     let up = ingest(store, external_id, text).await;
     let chunk = store.load_chunk(up.chunk_ids[0]).await.expect("chunk");
     let job = extract_job(store, chunk.id).await;
-    let j = judge_extract(&GateConfig::default(), &chunk.text, response.as_bytes());
+    let j = judge_extract(gate, &chunk.text, response.as_bytes());
     let c = committed(
         store
             .commit_extract(&job, &call(&extract_version()), &j, &chunk)
@@ -172,6 +183,23 @@ pub async fn extract_doc(
             .expect("commit"),
     );
     (chunk, job, c)
+}
+
+/// The default gate with the support check switched off. The support check rejects a
+/// statement whose figure its quote lacks, so by default no claim is kept with the
+/// `figure_not_in_quote` warning; tests of how the store keeps warnings judge with this,
+/// as a deployment that switched support off would.
+pub fn gate_without_support() -> GateConfig {
+    let mut gate = GateConfig::default();
+    gate.set(
+        relata_core::Check::Supported,
+        relata_validate::CheckSetting {
+            enabled: false,
+            severity: relata_core::Severity::Reject,
+        },
+    )
+    .expect("support is not structural");
+    gate
 }
 
 /// A response with one entity and one claim about it.

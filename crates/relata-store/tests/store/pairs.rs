@@ -15,8 +15,8 @@ async fn claim_about(s: &Store, doc: &str, subject: &str) -> (i64, JobId) {
         &text,
         &one_claim(
             subject,
-            &format!("{subject} opened another office."),
-            &format!("office called {doc}"),
+            &format!("{subject} opened the office called {doc}."),
+            &format!("opened the office called {doc}"),
         ),
     )
     .await;
@@ -44,8 +44,8 @@ async fn candidates_are_bounded_newest_first_other_documents_only_never_repeated
     let response = serde_json::json!({
         "entities": [{"name": "ALPHA  corp", "type": "organization"}],
         "claims": [
-            {"statement": "Alpha Corp opened a new office.", "quote": "office called n1", "subject": "ALPHA  corp"},
-            {"statement": "Alpha Corp hired a dozen people.", "quote": "hired twelve people", "subject": "ALPHA  corp"},
+            {"statement": "Alpha Corp opened the office called n1.", "quote": "opened the office called n1", "subject": "ALPHA  corp"},
+            {"statement": "Alpha Corp hired twelve people.", "quote": "hired twelve people", "subject": "ALPHA  corp"},
         ],
     })
     .to_string();

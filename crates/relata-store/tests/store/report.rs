@@ -3,7 +3,8 @@ use relata_store::{ExportRecord, JobState};
 use relata_validate::{GateConfig, judge_extract};
 
 use crate::common::{
-    TestDb, call, committed, extract_doc, extract_job, extract_version, ingest, one_claim,
+    TestDb, call, committed, extract_doc, extract_doc_judged_by, extract_job, extract_version,
+    gate_without_support, ingest, one_claim,
 };
 
 #[tokio::test]
@@ -153,8 +154,10 @@ async fn warnings_wait_in_the_review_queue() {
     let db = TestDb::new().await;
     let s = &db.store;
     s.ping().await.unwrap();
-    // 1990 is in the statement, not in the quote: kept, with a warning.
-    let (_, job, done) = extract_doc(
+    // 1990 is in the statement, not in the quote: kept, with a warning (the support
+    // check, which would reject it, is off).
+    let (_, job, done) = extract_doc_judged_by(
+        &gate_without_support(),
         s,
         "a",
         "Alpha Corp was founded by Jane Roe in Bern.",

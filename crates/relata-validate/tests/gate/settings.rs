@@ -42,7 +42,7 @@ fn failing(check: Check, config: &GateConfig) -> (RowStatus, Vec<(Warning, Optio
         ),
         Check::SubjectKnown => extract(
             &format!(
-                r#"{{"entities":[{mc}],"claims":[{{"statement":"Curie was born in Warsaw.","quote":"born in Warsaw","subject":"Warsaw"}}]}}"#
+                r#"{{"entities":[{mc}],"claims":[{{"statement":"Marie Curie was born in Warsaw.","quote":"Marie Curie was born in Warsaw","subject":"Warsaw"}}]}}"#
             ),
             RowKind::Claim,
             0,
@@ -50,6 +50,13 @@ fn failing(check: Check, config: &GateConfig) -> (RowStatus, Vec<(Warning, Optio
         Check::FigureInQuote => extract(
             &format!(
                 r#"{{"entities":[{mc}],"claims":[{{"statement":"Curie was born in Warsaw in 1868.","quote":"born in Warsaw","subject":"Marie Curie"}}]}}"#
+            ),
+            RowKind::Claim,
+            0,
+        ),
+        Check::Supported => extract(
+            &format!(
+                r#"{{"entities":[{mc}],"claims":[{{"statement":"Marie Curie was born in Kraków.","quote":"Marie Curie was born in Warsaw","subject":"Marie Curie"}}]}}"#
             ),
             RowKind::Claim,
             0,
@@ -82,10 +89,18 @@ fn every_setting_of_every_check_has_an_effect() {
             Check::NoDuplicate => Some(Reason::Duplicate),
             Check::SubjectKnown => Some(Reason::UnknownSubject),
             Check::PairRequested => Some(Reason::UnrequestedPair),
+            Check::Supported => Some(Reason::Unsupported),
             Check::FigureInQuote => None,
             _ => unreachable!(),
         };
         let mut config = GateConfig::default();
+        if check == Check::FigureInQuote {
+            // The support check requires every figure too: off, so that what is seen is
+            // this check's own effect.
+            config
+                .set(Check::Supported, setting(false, Severity::Reject))
+                .unwrap();
+        }
 
         config.set(check, setting(true, Severity::Reject)).unwrap();
         let (status, warnings) = failing(check, &config);
@@ -218,8 +233,17 @@ fn figure_in_quote_rejects_as_inconsistent() {
         .unwrap();
     let source = "Marie Curie was born in Warsaw.";
     let raw = r#"{"entities":[{"name":"Marie Curie","type":"person"}],"claims":[{"statement":"Curie was born in Warsaw in 1868.","quote":"born in Warsaw","subject":"Marie Curie"}]}"#;
-    let j = relata_validate::judge_extract(&config, source, raw.as_bytes());
-    let claim = j.rows().iter().find(|r| r.kind == RowKind::Claim).unwrap();
-    assert_eq!(claim.status, RowStatus::Rejected);
-    assert_eq!(claim.reason, Some(relata_core::Reason::Inconsistent));
+    let reason = |config: &GateConfig| {
+        let j = relata_validate::judge_extract(config, source, raw.as_bytes());
+        let claim = j.rows().iter().find(|r| r.kind == RowKind::Claim).unwrap();
+        assert_eq!(claim.status, RowStatus::Rejected);
+        claim.reason
+    };
+    // The support check runs first and requires every figure: it names the rejection.
+    assert_eq!(reason(&config), Some(relata_core::Reason::Unsupported));
+    // Without it, this check rejects the same row as inconsistent.
+    config
+        .set(Check::Supported, setting(false, Severity::Reject))
+        .unwrap();
+    assert_eq!(reason(&config), Some(relata_core::Reason::Inconsistent));
 }

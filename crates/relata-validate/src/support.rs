@@ -1,0 +1,588 @@
+//! Layer 3, `supported`: does a claim's own quote say what its statement says?
+//!
+//! A verbatim quote proves that words exist in the source, not that the statement
+//! paraphrases them. This check is deterministic, explainable and makes no model call:
+//! it compares the *words* of the statement with the words of its quote, and it fails
+//! closed — a statement is supported only when every one of these holds:
+//!
+//! 1. **Figures.** Every figure of the statement (the same tokenizer as
+//!    `figure_not_in_quote`) occurs in the quote. A number the quote lacks is the most
+//!    common way a small model changes a fact.
+//! 2. **Names.** Every capitalised word of the statement (a name: "Curie", "Warsaw",
+//!    "Nobel") is found in the quote, compared after stemming. An entity swapped for
+//!    another one is never "mostly" supported, so names do not count towards the share
+//!    below, they are all required.
+//! 3. **Share of content words.** Of the statement's other content words (not function
+//!    words, not negations, not figures), at least [`SupportSettings::min_share`] are
+//!    found in the quote after stemming (Snowball English, `rust-stemmers`), or share a
+//!    stem prefix of at least five letters with a quote word ("American" / "America",
+//!    "founder" / "founded").
+//! 4. **Negation.** A negation ("not", "never", "no", "n't", "without", …) present on one
+//!    side only makes the pair unsupported; "not only" is not a negation.
+//! 5. **Subject.** The claim's subject is grounded: its words are in the quote, or in the
+//!    chunk. A subject found in the chunk *before* the quote (where a pronoun in the
+//!    quote can refer back to it: "He was born in Ulm") also excuses the statement's
+//!    words that belong to the subject from rules 2 and 3.
+//!
+//! Text is compared after the gate's one normalisation (NFC, whitespace runs collapsed),
+//! then Unicode lowercasing and diacritics removed; words are maximal runs of letters and digits, with an
+//! apostrophe inside a word kept ("n't" and "'s" are split off), and a hyphen splitting
+//! words ("Hong Kong-based" is three words).
+//!
+//! This is a lexical check, measured on a labelled set of real Wikipedia summaries
+//! (`tests/gate/support.json`; the figures are in BENCHMARKS.md). It cannot tell "won"
+//! from "lost" when both are absent from the quote's wording in the same way, and it
+//! rejects a faithful paraphrase that uses synonyms for most of its words; a seam for a
+//! second opinion ([`SupportOpinion`]) can only reject more, never accept what this
+//! check rejected.
+
+use std::fmt;
+
+use rust_stemmers::{Algorithm, Stemmer};
+use unicode_normalization::UnicodeNormalization;
+use unicode_normalization::char::is_combining_mark;
+
+use crate::normalize::{collapse_cow, lower};
+use crate::text::{excerpt, figures_not_in};
+
+/// The default share of the statement's ordinary content words that must be in the quote.
+pub const DEFAULT_MIN_SHARE: f64 = 0.75;
+
+/// Settings of the `supported` check beyond `enabled` and `severity`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct SupportSettings {
+    /// At least this share (0 < share ≤ 1) of the statement's ordinary content words must
+    /// be found in the quote. Names and figures are always all required.
+    pub min_share: f64,
+}
+
+impl Default for SupportSettings {
+    fn default() -> Self {
+        SupportSettings {
+            min_share: DEFAULT_MIN_SHARE,
+        }
+    }
+}
+
+/// A second opinion on whether a quote supports a statement (an NLI model in process, a
+/// rule set of a user's own). Consulted only for claims the lexical check accepted, so it
+/// can reject more and never accept what the lexical check rejected. None is configured
+/// by default. A judge *model* does not belong here — the gate does no IO; it would run
+/// after the gate, in the worker, with its own failure classes.
+pub trait SupportOpinion: fmt::Debug + Send + Sync {
+    /// `Some(detail)` when the statement is not supported by the quote.
+    fn unsupported(&self, statement: &str, quote: &str) -> Option<String>;
+}
+
+/// Function words: they carry no fact a quote must support.
+const STOPWORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "also",
+    "am",
+    "among",
+    "an",
+    "and",
+    "any",
+    "are",
+    "as",
+    "at",
+    "be",
+    "became",
+    "because",
+    "become",
+    "becomes",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "could",
+    "did",
+    "do",
+    "does",
+    "doing",
+    "down",
+    "during",
+    "each",
+    "either",
+    "especially",
+    "etc",
+    "ever",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "has",
+    "have",
+    "having",
+    "he",
+    "her",
+    "here",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "however",
+    "i",
+    "if",
+    "in",
+    "including",
+    "into",
+    "is",
+    "it",
+    "its",
+    "itself",
+    "just",
+    "known",
+    "may",
+    "me",
+    "might",
+    "more",
+    "most",
+    "much",
+    "must",
+    "my",
+    "now",
+    "of",
+    "off",
+    "on",
+    "once",
+    "one",
+    "only",
+    "onto",
+    "or",
+    "other",
+    "our",
+    "ours",
+    "out",
+    "over",
+    "own",
+    "per",
+    "same",
+    "she",
+    "should",
+    "since",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "these",
+    "they",
+    "this",
+    "those",
+    "through",
+    "thus",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "upon",
+    "us",
+    "very",
+    "via",
+    "was",
+    "we",
+    "well",
+    "were",
+    "what",
+    "when",
+    "where",
+    "whereas",
+    "which",
+    "while",
+    "who",
+    "whom",
+    "whose",
+    "why",
+    "will",
+    "with",
+    "within",
+    "would",
+    "yet",
+    "you",
+    "your",
+    "s",
+];
+
+/// Words that negate what follows them.
+const NEGATIONS: &[&str] = &[
+    "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "nowhere", "without",
+    "cannot", "lacks", "lacked", "lacking",
+];
+
+/// The shortest stem prefix two different words may share and count as the same word.
+const MIN_SHARED_PREFIX: usize = 5;
+
+/// One word of a text, as compared.
+#[derive(Debug, Clone)]
+struct Word {
+    /// Lowercased.
+    lower: String,
+    /// Snowball stem of `lower`.
+    stem: String,
+    /// Written with an uppercase first letter (a name, or the first word of a sentence).
+    capitalised: bool,
+    /// Only digits (a figure: judged by rule 1).
+    numeric: bool,
+}
+
+/// The words of a text and how many negations it holds.
+#[derive(Debug, Default)]
+struct Words {
+    words: Vec<Word>,
+    negations: usize,
+}
+
+fn stopword(w: &str) -> bool {
+    STOPWORDS.contains(&w)
+}
+
+/// The raw words of normalised text: runs of letters and digits, an apostrophe kept
+/// between two of them.
+fn raw_words(norm: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = None;
+    let mut it = norm.char_indices().peekable();
+    while let Some((i, c)) = it.next() {
+        let inner_apostrophe = matches!(c, '\'' | '\u{2019}')
+            && start.is_some()
+            && it.peek().is_some_and(|(_, n)| n.is_alphanumeric());
+        if c.is_alphanumeric() || inner_apostrophe {
+            start.get_or_insert(i);
+        } else if let Some(s) = start.take() {
+            out.push(&norm[s..i]);
+        }
+    }
+    if let Some(s) = start {
+        out.push(&norm[s..]);
+    }
+    out
+}
+
+fn split_words(stemmer: &Stemmer, text: &str) -> Words {
+    let norm = collapse_cow(text);
+    let mut out = Words::default();
+    let mut prev_not = false;
+    for w in raw_words(&norm) {
+        let capitalised = w.chars().next().is_some_and(char::is_uppercase);
+        let l = lower(w).replace('\u{2019}', "'");
+        let l = if let Some(base) = l.strip_suffix("n't") {
+            out.negations += 1;
+            base.to_owned()
+        } else {
+            l.strip_suffix("'s").unwrap_or(&l).to_owned()
+        };
+        let l = fold(&l.replace('\'', ""));
+        if l == "only" && prev_not {
+            // "not only … but also" affirms: that "not" was no negation.
+            out.negations -= 1;
+        }
+        prev_not = l == "not";
+        if NEGATIONS.contains(&l.as_str()) {
+            out.negations += 1;
+            continue;
+        }
+        if l.is_empty() || stopword(&l) {
+            continue;
+        }
+        let numeric = l.chars().all(|c| c.is_ascii_digit());
+        let stem = stemmer.stem(&l).into_owned();
+        out.words.push(Word {
+            lower: l,
+            stem,
+            capitalised,
+            numeric,
+        });
+    }
+    out
+}
+
+/// Diacritics removed (canonical decomposition, combining marks dropped), so that
+/// "Montreal" in a statement meets "Montréal" in its quote.
+fn fold(word: &str) -> String {
+    if word.is_ascii() {
+        return word.to_owned();
+    }
+    word.nfd().filter(|c| !is_combining_mark(*c)).collect()
+}
+
+/// Whether `w` is among `pool`: the same lowercased word, the same stem, or a shared stem
+/// prefix of at least [`MIN_SHARED_PREFIX`] letters.
+fn found(w: &Word, pool: &[Word]) -> bool {
+    pool.iter()
+        .any(|p| p.lower == w.lower || p.stem == w.stem || shared_prefix(&p.stem, &w.stem))
+}
+
+fn shared_prefix(a: &str, b: &str) -> bool {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    short.chars().count() >= MIN_SHARED_PREFIX && long.starts_with(short)
+}
+
+/// The statement, quote, subject and chunk of one claim, as the check sees them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ClaimText<'a> {
+    pub statement: &'a str,
+    pub quote: &'a str,
+    pub subject: &'a str,
+    /// The whole source the quote was found in.
+    pub chunk: &'a str,
+    /// The quote's byte offset in `chunk`.
+    pub quote_start: usize,
+}
+
+/// Why the quote does not support the statement, or `None` when it does.
+pub(crate) fn unsupported(settings: &SupportSettings, claim: ClaimText<'_>) -> Option<String> {
+    let stemmer = Stemmer::create(Algorithm::English);
+    let statement = split_words(&stemmer, claim.statement);
+    let quote = split_words(&stemmer, claim.quote);
+    let subject = split_words(&stemmer, claim.subject);
+
+    // 5. The subject: in the quote, else in the chunk (before the quote: an antecedent).
+    let in_quote = subject.words.iter().all(|w| found(w, &quote.words));
+    let mut excused: Vec<&Word> = Vec::new();
+    if !in_quote {
+        let before = split_words(&stemmer, &claim.chunk[..claim.quote_start]);
+        let chunk = split_words(&stemmer, claim.chunk);
+        if subject.words.iter().all(|w| found(w, &before.words)) {
+            excused = subject.words.iter().collect();
+        } else if !subject.words.iter().all(|w| found(w, &chunk.words)) {
+            return Some(format!(
+                "subject {} is not in the quote or its chunk",
+                excerpt(claim.subject, 40)
+            ));
+        }
+    }
+    let is_excused = |w: &Word| {
+        excused
+            .iter()
+            .any(|e| e.stem == w.stem || e.lower == w.lower)
+    };
+
+    // 1. Figures.
+    if let Some(detail) = figures_not_in(claim.statement, claim.quote) {
+        return Some(detail);
+    }
+    // 4. Negation on one side only.
+    if (statement.negations > 0) != (quote.negations > 0) {
+        let side = if statement.negations > 0 {
+            "the statement is negated and its quote is not"
+        } else {
+            "the quote is negated and the statement is not"
+        };
+        return Some(side.to_owned());
+    }
+    // 2. Names, all required; 3. other content words, by share.
+    let mut missing_names: Vec<&str> = Vec::new();
+    let mut missing: Vec<&str> = Vec::new();
+    let mut ordinary = 0usize;
+    for w in statement
+        .words
+        .iter()
+        .filter(|w| !w.numeric && !is_excused(w))
+    {
+        let here = found(w, &quote.words);
+        if w.capitalised {
+            if !here {
+                missing_names.push(&w.lower);
+            }
+        } else {
+            ordinary += 1;
+            if !here {
+                missing.push(&w.lower);
+            }
+        }
+    }
+    let list = |ws: &[&str]| {
+        ws.iter()
+            .take(6)
+            .map(|w| excerpt(w, 24))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !missing_names.is_empty() {
+        return Some(format!(
+            "name(s) in the statement not in the quote: {}",
+            list(&missing_names)
+        ));
+    }
+    if ordinary > 0 {
+        let share = (ordinary - missing.len()) as f64 / ordinary as f64;
+        if share < settings.min_share {
+            return Some(format!(
+                "statement words not in the quote: {} ({} of {} found; {:.0}% required)",
+                list(&missing),
+                ordinary - missing.len(),
+                ordinary,
+                settings.min_share * 100.0
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judge(statement: &str, quote: &str, subject: &str, chunk: &str) -> Option<String> {
+        let quote_start = chunk.find(quote).expect("quote in chunk");
+        unsupported(
+            &SupportSettings::default(),
+            ClaimText {
+                statement,
+                quote,
+                subject,
+                chunk,
+                quote_start,
+            },
+        )
+    }
+
+    const CURIE: &str = "Marie Curie was a Polish and naturalised-French physicist and chemist. \
+        She was the first woman to win a Nobel Prize. She won the prize in 1903 and again in 1911. \
+        She was born in Warsaw.";
+
+    #[test]
+    fn faithful_statements_are_supported() {
+        for (statement, quote) in [
+            (
+                "Marie Curie was a Polish physicist.",
+                "Marie Curie was a Polish and naturalised-French physicist and chemist.",
+            ),
+            (
+                "Curie was the first woman to win a Nobel Prize.",
+                "She was the first woman to win a Nobel Prize.",
+            ),
+            (
+                "Marie Curie won the prize in 1911.",
+                "She won the prize in 1903 and again in 1911.",
+            ),
+            ("Marie Curie was born in Warsaw.", "She was born in Warsaw."),
+        ] {
+            assert_eq!(
+                judge(statement, quote, "Marie Curie", CURIE),
+                None,
+                "{statement}"
+            );
+        }
+    }
+
+    #[test]
+    fn each_rule_rejects_and_names_what_is_missing() {
+        let q = "She was born in Warsaw.";
+        let d = judge("Marie Curie was born in Paris.", q, "Marie Curie", CURIE).unwrap();
+        assert!(d.contains("\"paris\""), "{d}");
+        let d = judge(
+            "Marie Curie was not born in Warsaw.",
+            q,
+            "Marie Curie",
+            CURIE,
+        )
+        .unwrap();
+        assert!(d.contains("negated"), "{d}");
+        let q = "She won the prize in 1903 and again in 1911.";
+        let d = judge(
+            "Marie Curie won the prize in 1905.",
+            q,
+            "Marie Curie",
+            CURIE,
+        )
+        .unwrap();
+        assert!(d.contains("1905"), "{d}");
+        let q = "Marie Curie was a Polish and naturalised-French physicist and chemist.";
+        let d = judge(
+            "Marie Curie taught mathematics at the university.",
+            q,
+            "Marie Curie",
+            CURIE,
+        )
+        .unwrap();
+        assert!(
+            d.contains("\"taught\"") && d.contains("\"mathematics\""),
+            "{d}"
+        );
+        let d = judge(
+            "Pierre Curie was a Polish physicist.",
+            q,
+            "Pierre Curie",
+            CURIE,
+        )
+        .unwrap();
+        assert!(d.contains("Pierre"), "{d}");
+    }
+
+    #[test]
+    fn a_subject_after_the_quote_excuses_nothing() {
+        let chunk = "He was born in Ulm. Albert Einstein was a physicist.";
+        let d = judge(
+            "Albert Einstein was born in Ulm.",
+            "He was born in Ulm.",
+            "Albert Einstein",
+            chunk,
+        )
+        .unwrap();
+        assert!(d.contains("albert"), "{d}");
+        let d = judge(
+            "Isaac Newton was born in Ulm.",
+            "He was born in Ulm.",
+            "Isaac Newton",
+            chunk,
+        )
+        .unwrap();
+        assert!(d.contains("not in the quote or its chunk"), "{d}");
+    }
+
+    #[test]
+    fn negation_forms() {
+        let chunk = "Paris is not only the capital but also the largest city. Rome isn't small.";
+        assert_eq!(
+            judge(
+                "Paris is the capital and largest city.",
+                "Paris is not only the capital but also the largest city.",
+                "Paris",
+                chunk
+            ),
+            None
+        );
+        assert!(judge("Rome is small city.", "Rome isn't small.", "Rome", chunk).is_some());
+        assert_eq!(
+            judge(
+                "Rome is not small at all.",
+                "Rome isn't small.",
+                "Rome",
+                chunk
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn words_split_on_hyphens_and_keep_inner_apostrophes() {
+        assert_eq!(
+            raw_words("Hong Kong-based O'Neil's 'quoted'"),
+            ["Hong", "Kong", "based", "O'Neil's", "quoted"]
+        );
+    }
+}
