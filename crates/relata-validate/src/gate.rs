@@ -15,7 +15,7 @@ use crate::outcome::{
     AcceptedClaim, AcceptedEntity, AcceptedRelation, ClassifyRows, ExtractRows, Finding, Judgement,
     Rejection, RowOutcome, RowStatus,
 };
-use crate::support::{ClaimText, SupportOpinion, unsupported};
+use crate::support::{ClaimText, SupportOpinion, named_in, unsupported};
 use crate::text::{bounded, degenerate, excerpt, figures_not_in};
 
 /// A failed check: the reason and a bounded detail.
@@ -334,10 +334,12 @@ pub(crate) fn judge_extract(
             let mut subject_at = None;
             if row.enabled(Check::SubjectKnown) {
                 subject_at = by_name.get(&lower(&n_subject)).copied();
+                // A subject the response did not list as an entity is still known when
+                // the claim's own quote names it: the claim is kept, linked to no entity.
                 row.check(Check::SubjectKnown, Reason::UnknownSubject, || {
-                    subject_at.is_none().then(|| {
+                    (subject_at.is_none() && !named_in(subject, found_quote)).then(|| {
                         format!(
-                            "subject {} is not an accepted entity of this response",
+                            "subject {} is neither an accepted entity of this response nor named in the quote",
                             excerpt(subject, 40)
                         )
                     })

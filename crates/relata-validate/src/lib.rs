@@ -55,8 +55,11 @@
 //!    `a` or `b` is not a well-formed handle or was not among the handles sent.
 //! 4. **Consistency** (per row). `unknown_subject`: a claim's subject must equal the
 //!    name of an entity *accepted* from the same response, compared with
-//!    [`normalize::key`] (NFC, whitespace collapsed, Unicode lowercase); the accepted
-//!    claim names that entity. `unrequested_pair`: (a, b) must be one of the ordered
+//!    [`normalize::key`] (NFC, whitespace collapsed, Unicode lowercase) — the accepted
+//!    claim names that entity — or be named in the claim's own quote (every content word
+//!    of it found there, as the support check compares words), and then the claim is
+//!    kept linked to no entity: a small model that writes a faithful claim and forgets
+//!    to list its subject loses nothing that the quote does not prove. `unrequested_pair`: (a, b) must be one of the ordered
 //!    pairs asked for — a swapped pair was not asked for. `duplicate`: a row equal to an
 //!    earlier *accepted* row of the same response: entities by (normalised name, type),
 //!    so "Paris" the city and "Paris" the person are two entities; claims by (normalised

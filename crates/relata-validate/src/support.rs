@@ -6,8 +6,9 @@
 //! closed — a statement is supported only when every one of these holds:
 //!
 //! 1. **Figures.** Every figure of the statement (the same tokenizer as
-//!    `figure_not_in_quote`) occurs in the quote. A number the quote lacks is the most
-//!    common way a small model changes a fact.
+//!    `figure_not_in_quote`) occurs in the quote, and so does every number written as a
+//!    word ("four", "dozen"). A number the quote lacks is the most common way a small
+//!    model changes a fact.
 //! 2. **Names.** Every capitalised word of the statement (a name: "Curie", "Warsaw",
 //!    "Nobel") is found in the quote, compared after stemming. An entity swapped for
 //!    another one is never "mostly" supported, so names do not count towards the share
@@ -27,7 +28,7 @@
 //! Text is compared after the gate's one normalisation (NFC, whitespace runs collapsed),
 //! then Unicode lowercasing and diacritics removed; words are maximal runs of letters and digits, with an
 //! apostrophe inside a word kept ("n't" and "'s" are split off), and a hyphen splitting
-//! words ("Hong Kong-based" is three words).
+//! words ("Hong Kong-based" is three words); single letters (initials) are not words.
 //!
 //! This is a lexical check, measured on a labelled set of real Wikipedia summaries
 //! (`tests/gate/support.json`; the figures are in BENCHMARKS.md). It cannot tell "won"
@@ -232,6 +233,46 @@ const NEGATIONS: &[&str] = &[
     "cannot", "lacks", "lacked", "lacking",
 ];
 
+/// Numbers written as words: figures like digits are, so each must be in the quote
+/// ("four" does not support "five"). "one" is left out: it is mostly a pronoun
+/// ("one of the").
+const NUMBER_WORDS: &[&str] = &[
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+    "thirty",
+    "forty",
+    "fifty",
+    "sixty",
+    "seventy",
+    "eighty",
+    "ninety",
+    "hundred",
+    "thousand",
+    "million",
+    "billion",
+    "trillion",
+    "dozen",
+    "half",
+    "twice",
+];
+
 /// The shortest stem prefix two different words may share and count as the same word.
 const MIN_SHARED_PREFIX: usize = 5;
 
@@ -244,7 +285,7 @@ struct Word {
     stem: String,
     /// Written with an uppercase first letter (a name, or the first word of a sentence).
     capitalised: bool,
-    /// Only digits (a figure: judged by rule 1).
+    /// Only digits, or a number word (a figure: judged by rule 1).
     numeric: bool,
 }
 
@@ -304,10 +345,13 @@ fn split_words(stemmer: &Stemmer, text: &str) -> Words {
             out.negations += 1;
             continue;
         }
-        if l.is_empty() || stopword(&l) {
+        // A single letter is an initial ("C. V. Raman") or a split-off remnant, not a word
+        // a quote must repeat.
+        let single_letter = l.chars().count() == 1 && !l.starts_with(|c: char| c.is_ascii_digit());
+        if l.is_empty() || single_letter || stopword(&l) {
             continue;
         }
-        let numeric = l.chars().all(|c| c.is_ascii_digit());
+        let numeric = l.chars().all(|c| c.is_ascii_digit()) || NUMBER_WORDS.contains(&l.as_str());
         let stem = stemmer.stem(&l).into_owned();
         out.words.push(Word {
             lower: l,
@@ -338,6 +382,19 @@ fn found(w: &Word, pool: &[Word]) -> bool {
 fn shared_prefix(a: &str, b: &str) -> bool {
     let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
     short.chars().count() >= MIN_SHARED_PREFIX && long.starts_with(short)
+}
+
+/// Whether every content word of `name` is in `text` (the same word comparison as the
+/// support check); a name of function words only must occur in `text` as written,
+/// case-insensitively.
+pub(crate) fn named_in(name: &str, text: &str) -> bool {
+    let stemmer = Stemmer::create(Algorithm::English);
+    let name_words = split_words(&stemmer, name);
+    if name_words.words.is_empty() {
+        return lower(&collapse_cow(text)).contains(&lower(&collapse_cow(name)));
+    }
+    let text_words = split_words(&stemmer, text);
+    name_words.words.iter().all(|w| found(w, &text_words.words))
 }
 
 /// The statement, quote, subject and chunk of one claim, as the check sees them.
@@ -392,6 +449,24 @@ pub(crate) fn unsupported(settings: &SupportSettings, claim: ClaimText<'_>) -> O
             "the quote is negated and the statement is not"
         };
         return Some(side.to_owned());
+    }
+    // 1b. Numbers written as words, all required.
+    let missing_numbers: Vec<&str> = statement
+        .words
+        .iter()
+        .filter(|w| NUMBER_WORDS.contains(&w.lower.as_str()))
+        .filter(|w| !quote.words.iter().any(|q| q.lower == w.lower))
+        .map(|w| w.lower.as_str())
+        .collect();
+    if !missing_numbers.is_empty() {
+        return Some(format!(
+            "number(s) in the statement not in the quote: {}",
+            missing_numbers
+                .iter()
+                .map(|w| excerpt(w, 24))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
     }
     // 2. Names, all required; 3. other content words, by share.
     let mut missing_names: Vec<&str> = Vec::new();
@@ -531,6 +606,39 @@ mod tests {
         )
         .unwrap();
         assert!(d.contains("Pierre"), "{d}");
+    }
+
+    #[test]
+    fn numbers_in_words_are_figures() {
+        let chunk = "The leopard is one of the five extant cat species in the genus Panthera.";
+        let d = judge(
+            "The leopard is one of the four extant cat species.",
+            chunk,
+            "The leopard",
+            chunk,
+        )
+        .unwrap();
+        assert!(d.contains("\"four\""), "{d}");
+        assert_eq!(
+            judge(
+                "The leopard is one of five extant cat species.",
+                chunk,
+                "The leopard",
+                chunk
+            ),
+            None
+        );
+        // Initials are not words a quote must repeat.
+        let chunk = "Chandrasekhara Venkata Raman was an Indian physicist.";
+        assert_eq!(
+            judge(
+                "C. V. Raman was an Indian physicist.",
+                chunk,
+                "C. V. Raman",
+                chunk
+            ),
+            None
+        );
     }
 
     #[test]

@@ -5,3 +5,4 @@
 mod corpus;
 mod props;
 mod settings;
+mod support;

@@ -42,7 +42,7 @@ fn failing(check: Check, config: &GateConfig) -> (RowStatus, Vec<(Warning, Optio
         ),
         Check::SubjectKnown => extract(
             &format!(
-                r#"{{"entities":[{mc}],"claims":[{{"statement":"Marie Curie was born in Warsaw.","quote":"Marie Curie was born in Warsaw","subject":"Warsaw"}}]}}"#
+                r#"{{"entities":[{mc}],"claims":[{{"statement":"Marie Curie was born in Warsaw.","quote":"Marie Curie was born in Warsaw","subject":"Paris"}}]}}"#
             ),
             RowKind::Claim,
             0,
