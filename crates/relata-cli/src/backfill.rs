@@ -19,8 +19,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use chrono::{DateTime, NaiveDate, Utc};
 use indicatif::{ProgressBar, ProgressStyle};
-use relata_core::{CLASSIFY_V1, EXTRACT_V1, Task, TaskVersion};
-use relata_model::{CLASSIFY_PROMPT_VERSION, EXTRACT_PROMPT_VERSION};
+use relata_core::{Task, TaskVersion};
 use relata_producer::dispatch::publish_jobs;
 use relata_queue::{Broker, redact_url};
 use relata_store::{
@@ -107,11 +106,7 @@ pub async fn run(config: &Config, args: BackfillArgs) -> Result<u8> {
     if args.since.zip(args.until).is_some_and(|(a, b)| a >= b) {
         bail!("--since must be before --until");
     }
-    let model = config.model_name()?;
-    let version = match args.task {
-        Task::Extract => TaskVersion::new(&EXTRACT_V1, EXTRACT_PROMPT_VERSION, &model),
-        Task::Classify => TaskVersion::new(&CLASSIFY_V1, CLASSIFY_PROMPT_VERSION, &model),
-    };
+    let version = config.task_version(args.task)?;
     let selector = BackfillSelector {
         source: args.source.clone(),
         since: args.since,

@@ -194,6 +194,28 @@ impl Config {
         Ok(name)
     }
 
+    /// The extraction prompt (`RELATA_MODEL_EXTRACT_PROMPT` over `[model] extract_prompt`),
+    /// for commands that compute task versions but call no model.
+    pub fn extract_prompt(&self) -> Result<relata_model::ExtractPrompt> {
+        match env("RELATA_MODEL_EXTRACT_PROMPT") {
+            Some(v) => v
+                .trim()
+                .parse()
+                .map_err(|e| anyhow::anyhow!("RELATA_MODEL_EXTRACT_PROMPT: {e}")),
+            None => Ok(self.model.extract_prompt),
+        }
+    }
+
+    /// The current task version of `task`: its contract, the configured prompt and model.
+    pub fn task_version(&self, task: Task) -> Result<relata_core::TaskVersion> {
+        let model = self.model_name()?;
+        Ok(relata_core::TaskVersion::new(
+            &relata_core::Contract::current(task),
+            relata_model::prompt_version(task, self.extract_prompt()?),
+            &model,
+        ))
+    }
+
     pub fn broker(&self) -> BrokerConfig {
         BrokerConfig {
             topology: self.queue.clone(),

@@ -9,8 +9,8 @@ use anyhow::{Context, Result, bail};
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
 use prometheus_client::registry::Registry;
-use relata_core::{EXTRACT_V1, Task, TaskVersion};
-use relata_model::{EXTRACT_PROMPT_VERSION, ModelClient, ModelMetrics};
+use relata_core::Task;
+use relata_model::{ModelClient, ModelMetrics};
 use relata_producer::corpus::{CorpusReader, DirOptions, JsonlOptions};
 use relata_producer::ingest::{IngestOptions, ingest};
 use relata_queue::{Broker, redact_url};
@@ -109,7 +109,7 @@ pub async fn ingest_cmd(config: &Config, args: IngestArgs) -> Result<u8> {
     } else {
         bail!("give a directory, --jsonl FILE or --stdin");
     };
-    let version = TaskVersion::new(&EXTRACT_V1, EXTRACT_PROMPT_VERSION, &config.model_name()?);
+    let version = config.task_version(Task::Extract)?;
     let store = store(config).await?;
     // One run per source at a time: a PostgreSQL advisory lock held for the whole run and
     // released with the session, also when the process dies.
@@ -326,21 +326,15 @@ pub async fn export(config: &Config, all_versions: bool) -> Result<()> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     // The configured model's task versions supersede older results; without a model name
     // the newest completed result of each chunk and pair wins.
-    let current = match config.model_name() {
-        Ok(model) => relata_store::CurrentVersions {
-            extract: Some(
-                TaskVersion::new(&EXTRACT_V1, EXTRACT_PROMPT_VERSION, &model).fingerprint(),
-            ),
-            classify: Some(
-                TaskVersion::new(
-                    &relata_core::CLASSIFY_V1,
-                    relata_model::CLASSIFY_PROMPT_VERSION,
-                    &model,
-                )
-                .fingerprint(),
-            ),
+    let current = match (
+        config.task_version(Task::Extract),
+        config.task_version(Task::Classify),
+    ) {
+        (Ok(extract), Ok(classify)) => relata_store::CurrentVersions {
+            extract: Some(extract.fingerprint()),
+            classify: Some(classify.fingerprint()),
         },
-        Err(_) => relata_store::CurrentVersions::default(),
+        _ => relata_store::CurrentVersions::default(),
     };
     let mut records = std::pin::pin!(store.export_versions(all_versions, current));
     while let Some(record) = records.next().await {

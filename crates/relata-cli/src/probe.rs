@@ -169,7 +169,7 @@ async fn probe(client: &ModelClient) -> bool {
     }
 
     // 3. One structured request.
-    let messages = extract_messages(cfg.dialect, PROBE_SOURCE);
+    let messages = extract_messages(cfg.extract_prompt, cfg.dialect, PROBE_SOURCE);
     let call = client
         .complete(Task::Extract, &messages, PROBE_MAX_TOKENS)
         .await;

@@ -19,10 +19,9 @@ use crate::metrics::{
 };
 use crate::prompt::{
     ClassifyClaim, Messages, SchemaRef, SchemaRegistry, classify_messages, extract_messages,
-    prompt_version,
 };
 use crate::redact::{ApiKey, excerpt, redact};
-use crate::wire::{Usage, decode, request_body};
+use crate::wire::{Usage, decode, request_body, schema_sent, schema_sha256};
 
 /// Longest excerpt of model content kept in a [`CallRecord`].
 pub const EXCERPT_CHARS: usize = 600;
@@ -59,6 +58,9 @@ pub struct CallRecord {
     pub model: String,
     pub prompt_version: &'static str,
     pub schema: SchemaRef,
+    /// sha256 of the exact schema sent in `response_format` (tighter than the contract
+    /// for `extract-p2`); `None` when the dialect sends none.
+    pub sent_schema_sha256: Option<String>,
     pub dialect: Dialect,
     pub started_at: DateTime<Utc>,
     pub finished_at: DateTime<Utc>,
@@ -162,7 +164,7 @@ impl ModelClient {
     pub fn task_version(&self, task: Task) -> TaskVersion {
         TaskVersion::new(
             &Contract::current(task),
-            prompt_version(task),
+            self.config.prompt_version(task),
             &self.config.model,
         )
     }
@@ -172,9 +174,9 @@ impl ModelClient {
         excerpt(content, EXCERPT_CHARS, self.config.api_key.as_ref())
     }
 
-    /// Ask for entities and claims in `source` (`relata.extract`, prompt `extract-p1`).
+    /// Ask for entities and claims in `source` (`relata.extract`, the configured prompt).
     pub async fn extract(&self, source: &str) -> ModelCall {
-        let messages = extract_messages(self.config.dialect, source);
+        let messages = extract_messages(self.config.extract_prompt, self.config.dialect, source);
         self.complete(Task::Extract, &messages, self.config.max_tokens)
             .await
     }
@@ -196,6 +198,8 @@ impl ModelClient {
     pub async fn complete(&self, task: Task, messages: &Messages, max_tokens: u32) -> ModelCall {
         let contract = Contract::current(task);
         let body = request_body(&self.config, &contract, messages, max_tokens);
+        let sent_schema_sha256 =
+            schema_sent(self.config.dialect, &contract, messages).map(|s| schema_sha256(&s));
         let started_at = Utc::now();
         let start = Instant::now();
         let attempts = AtomicU32::new(0);
@@ -273,8 +277,9 @@ impl ModelClient {
             record: CallRecord {
                 task,
                 model: cfg.model.clone(),
-                prompt_version: prompt_version(task),
+                prompt_version: cfg.prompt_version(task),
                 schema: SchemaRegistry.schema_ref(task),
+                sent_schema_sha256,
                 dialect: cfg.dialect,
                 started_at,
                 finished_at,

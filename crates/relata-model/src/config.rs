@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::prompt::ExtractPrompt;
+
 use crate::redact::ApiKey;
 
 /// How structured output is asked for. Servers differ; local validation is mandatory
@@ -72,6 +74,13 @@ pub enum ConfigError {
     Invalid { name: &'static str, problem: String },
 }
 
+impl ModelConfig {
+    /// The prompt version this configuration sends for `task`.
+    pub fn prompt_version(&self, task: relata_core::Task) -> &'static str {
+        crate::prompt::prompt_version(task, self.extract_prompt)
+    }
+}
+
 /// The adapter's settings. Every field has an environment variable (see the crate docs);
 /// the API key has no field that serde reads: it comes from `RELATA_MODEL_API_KEY` or from
 /// the file named by `api_key_file` / `RELATA_MODEL_API_KEY_FILE`, never from a flag.
@@ -83,6 +92,8 @@ pub struct ModelConfig {
     /// Model name sent in every request (and part of the task version).
     pub model: String,
     pub dialect: Dialect,
+    /// The extraction prompt (`extract-p1`, `extract-p2`); part of the task version.
+    pub extract_prompt: ExtractPrompt,
     /// A file holding the API key (surrounding whitespace trimmed).
     pub api_key_file: Option<PathBuf>,
     #[serde(skip)]
@@ -114,6 +125,7 @@ impl Default for ModelConfig {
             url: String::new(),
             model: String::new(),
             dialect: Dialect::default(),
+            extract_prompt: ExtractPrompt::default(),
             api_key_file: None,
             api_key: None,
             connect_timeout_ms: 5_000,
@@ -169,6 +181,12 @@ impl ModelConfig {
         }
         if let Some(v) = lookup("RELATA_MODEL_DIALECT") {
             self.dialect = v.trim().parse()?;
+        }
+        if let Some(v) = lookup("RELATA_MODEL_EXTRACT_PROMPT") {
+            self.extract_prompt = v.trim().parse().map_err(|e| ConfigError::Invalid {
+                name: "RELATA_MODEL_EXTRACT_PROMPT",
+                problem: format!("{e}"),
+            })?;
         }
         if let Some(v) = lookup("RELATA_MODEL_API_KEY_FILE") {
             self.api_key_file = Some(PathBuf::from(v));

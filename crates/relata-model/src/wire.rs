@@ -17,20 +17,49 @@ pub struct Usage {
     pub completion_tokens: u64,
 }
 
-/// The `response_format` of a dialect, or `None` when the dialect sends none.
-pub fn response_format(dialect: Dialect, contract: &Contract) -> Option<Value> {
+/// The exact JSON Schema a request carries in its `response_format`: the request's own
+/// (tighter) schema when it has one, else the contract's; capped for grammar compilers
+/// in the `json_object_schema` dialect; `None` when the dialect sends none.
+pub fn schema_sent(dialect: Dialect, contract: &Contract, messages: &Messages) -> Option<Value> {
+    let schema = || {
+        messages
+            .schema
+            .clone()
+            .unwrap_or_else(|| contract.schema_value())
+    };
+    match dialect {
+        Dialect::JsonSchema => Some(schema()),
+        Dialect::JsonObjectSchema => Some(grammar_safe(schema())),
+        Dialect::None => None,
+    }
+}
+
+/// Lowercase hex sha256 of a schema as serialised into the request.
+pub fn schema_sha256(schema: &Value) -> String {
+    use sha2::Digest;
+    hex::encode(sha2::Sha256::digest(schema.to_string().as_bytes()))
+}
+
+/// The `response_format` of a dialect around the schema sent, or `None` when the
+/// dialect sends none.
+pub fn response_format(
+    dialect: Dialect,
+    contract: &Contract,
+    messages: &Messages,
+) -> Option<Value> {
+    let schema = schema_sent(dialect, contract, messages)?;
     match dialect {
         Dialect::JsonSchema => Some(json!({
             "type": "json_schema",
             "json_schema": {
                 "name": contract.name,
                 "strict": true,
-                "schema": contract.schema_value(),
+                "schema": schema,
             }
         })),
         Dialect::JsonObjectSchema => Some(json!({
             "type": "json_object",
-            "schema": grammar_safe(contract.schema_value()),
+            "schema": schema,
         })),
         Dialect::None => None,
     }
@@ -87,7 +116,7 @@ pub fn request_body(
     if let Some(seed) = config.seed {
         body["seed"] = json!(seed);
     }
-    if let Some(rf) = response_format(config.dialect, contract) {
+    if let Some(rf) = response_format(config.dialect, contract, messages) {
         body["response_format"] = rf;
     }
     body

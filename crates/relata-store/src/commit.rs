@@ -174,6 +174,7 @@ impl Store {
             .bind(&x.kind) // $40
             .bind(&x.index)
             .bind(&x.detail)
+            .bind(columns.sent_schema_sha256) // $43
             .fetch_all(&self.pool)
             .await?;
 
@@ -458,8 +459,10 @@ WITH job AS (
 ), call AS (
     INSERT INTO model_calls (job_id, task, model, prompt_version, schema_id, schema_version,
                              schema_sha256, started_at, finished_at, duration_ms, attempts,
-                             prompt_tokens, completion_tokens, outcome, reason, excerpt)
-    SELECT job.job_id, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19
+                             prompt_tokens, completion_tokens, outcome, reason, excerpt,
+                             sent_schema_sha256)
+    SELECT job.job_id, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
+           $43
     FROM job
     RETURNING id
 ), e AS (

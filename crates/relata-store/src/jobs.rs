@@ -354,6 +354,7 @@ pub(crate) struct CallColumns<'a> {
     pub prompt_tokens: Option<i64>,
     pub completion_tokens: Option<i64>,
     pub excerpt: Option<&'a str>,
+    pub sent_schema_sha256: Option<&'a str>,
 }
 
 impl<'a> CallColumns<'a> {
@@ -373,6 +374,7 @@ impl<'a> CallColumns<'a> {
             prompt_tokens: tokens(call.prompt_tokens),
             completion_tokens: tokens(call.completion_tokens),
             excerpt: call.excerpt.as_deref().map(bounded),
+            sent_schema_sha256: call.sent_schema_sha256.as_deref(),
         })
     }
 }
@@ -409,8 +411,9 @@ pub(crate) async fn insert_call(
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO model_calls (job_id, task, model, prompt_version, schema_id, schema_version,
                                   schema_sha256, started_at, finished_at, duration_ms, attempts,
-                                  prompt_tokens, completion_tokens, outcome, reason, excerpt)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+                                  prompt_tokens, completion_tokens, outcome, reason, excerpt,
+                                  sent_schema_sha256)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)
          RETURNING id",
     )
     .bind(job_id.as_str())
@@ -429,6 +432,7 @@ pub(crate) async fn insert_call(
     .bind(outcome.as_str())
     .bind(reason)
     .bind(c.excerpt)
+    .bind(c.sent_schema_sha256)
     .fetch_one(&mut *conn)
     .await?;
     Ok(id)

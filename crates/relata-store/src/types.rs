@@ -135,6 +135,9 @@ pub struct NewModelCall {
     /// A short excerpt of the response (or error body), already redacted by the caller.
     /// The store keeps at most [`crate::EXCERPT_MAX_CHARS`] characters of it.
     pub excerpt: Option<String>,
+    /// sha256 of the exact schema sent, when it was sent (it may be tighter than the
+    /// contract named by `version`).
+    pub sent_schema_sha256: Option<String>,
 }
 
 /// Rows written by a commit, by kind.

@@ -663,6 +663,7 @@ impl Worker {
             prompt_tokens: record.usage.as_ref().map(|u| u.prompt_tokens),
             completion_tokens: record.usage.as_ref().map(|u| u.completion_tokens),
             excerpt: excerpt.or_else(|| record.excerpt.clone()),
+            sent_schema_sha256: record.sent_schema_sha256.clone(),
         }
     }
 

@@ -51,6 +51,7 @@ async fn seed(store: &Store, at: DateTime<Utc>, days: &[(i64, i64)]) {
                 prompt_tokens: None,
                 completion_tokens: None,
                 excerpt: None,
+                sent_schema_sha256: None,
             };
             if i < fail {
                 store

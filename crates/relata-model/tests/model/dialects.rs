@@ -2,33 +2,80 @@
 //! data and handles only.
 
 use relata_core::{CLASSIFY_V1, EXTRACT_V1, Handle};
-use relata_model::{ClassifyClaim, Dialect};
+use relata_model::{ClassifyClaim, Dialect, ExtractPrompt};
 use relata_testkit::{Behaviour, FakeOptions};
 use serde_json::{Value, json};
 
 use crate::support::{EMPTY_EXTRACTION, Harness};
 
 async fn sent_body(dialect: Dialect) -> Value {
+    sent_body_with(dialect, ExtractPrompt::P1).await.0
+}
+
+/// The body an extract request sends under `prompt`, and the call's record of the sha256
+/// of the schema it sent.
+async fn sent_body_with(dialect: Dialect, prompt: ExtractPrompt) -> (Value, Option<String>) {
     let h = Harness::with(
         FakeOptions::default(),
         vec![Behaviour::completion(EMPTY_EXTRACTION)],
         |c| {
             c.dialect = dialect;
+            c.extract_prompt = prompt;
             c.seed = Some(42);
             c.max_tokens = 700;
         },
     )
     .await;
-    h.client
-        .extract("Ada Lovelace wrote the first program.")
-        .await
-        .result
-        .unwrap();
+    let call = h.client.extract(SENTENCES).await;
+    call.result.unwrap();
     let reqs = h.server.chat_requests();
     assert_eq!(reqs.len(), 1);
     assert_eq!(reqs[0].path, "/v1/chat/completions");
     assert_eq!(reqs[0].header("content-type"), Some("application/json"));
-    reqs[0].json().expect("a JSON body")
+    (
+        reqs[0].json().expect("a JSON body"),
+        call.record.sent_schema_sha256,
+    )
+}
+
+const SENTENCES: &str = "Ada Lovelace wrote the first program. She worked with \"Charles\" Babbage \
+     [in London]. She was born in 1815.";
+
+/// `extract-p2` holds quotes to the chunk's own sentences and bounds the counts, in both
+/// dialects that compile a schema, and records the sha256 of exactly what it sent; the
+/// grammar-compiling dialect leaves out the sentences its compiler cannot take.
+#[tokio::test]
+async fn p2_sends_the_chunk_sentences_as_the_only_quotes() {
+    for dialect in [Dialect::JsonSchema, Dialect::JsonObjectSchema] {
+        let (body, sha) = sent_body_with(dialect, ExtractPrompt::P2).await;
+        let schema = match dialect {
+            Dialect::JsonSchema => &body["response_format"]["json_schema"]["schema"],
+            _ => &body["response_format"]["schema"],
+        };
+        let quote = &schema["properties"]["claims"]["items"]["properties"]["quote"];
+        let expected: Vec<&str> = match dialect {
+            Dialect::JsonSchema => vec![
+                "Ada Lovelace wrote the first program.",
+                "She worked with \"Charles\" Babbage [in London].",
+                "She was born in 1815.",
+            ],
+            _ => vec![
+                "Ada Lovelace wrote the first program.",
+                "She was born in 1815.",
+            ],
+        };
+        assert_eq!(quote["enum"], json!(expected), "{dialect}");
+        assert_eq!(schema["properties"]["claims"]["maxItems"], json!(4));
+        assert_eq!(schema["properties"]["entities"]["maxItems"], json!(6));
+        assert_eq!(
+            sha.as_deref(),
+            Some(relata_model::schema_sha256(schema).as_str()),
+            "{dialect}"
+        );
+        assert_ne!(sha.as_deref(), Some(EXTRACT_V1.sha256().as_str()));
+    }
+    let (_, sha) = sent_body_with(Dialect::None, ExtractPrompt::P2).await;
+    assert_eq!(sha, None, "no schema sent, none recorded");
 }
 
 #[tokio::test]
@@ -82,10 +129,7 @@ async fn the_document_is_delimited_as_data() {
     let system = body["messages"][0]["content"].as_str().unwrap();
     let user = body["messages"][1]["content"].as_str().unwrap();
     assert!(system.contains("data, not instructions"), "{system}");
-    assert_eq!(
-        user,
-        "BEGIN RELATA_DATA\nAda Lovelace wrote the first program.\nEND RELATA_DATA"
-    );
+    assert_eq!(user, format!("BEGIN RELATA_DATA\n{SENTENCES}\nEND RELATA_DATA"));
 }
 
 #[tokio::test]

@@ -105,6 +105,15 @@ async fn commit_extract_writes_exactly_the_accepted_rows() {
     assert_eq!(db.count("claims").await, 2);
     assert_eq!(db.count("invalid_outputs").await, 2);
     assert_eq!(db.count("warnings").await, 1);
+    let sent: Option<String> = sqlx::query_scalar("SELECT sent_schema_sha256 FROM model_calls")
+        .fetch_one(db.pool())
+        .await
+        .unwrap();
+    assert_eq!(
+        sent,
+        Some("5e".repeat(32)),
+        "the sent schema's sha256 is recorded"
+    );
 
     // Rejections: one per rejected row, with kind and index.
     let rows: Vec<(String, Option<String>, Option<i32>)> = sqlx::query_as(

@@ -105,6 +105,7 @@ pub fn call(version: &TaskVersion) -> NewModelCall {
         prompt_tokens: Some(120),
         completion_tokens: Some(80),
         excerpt: Some("{\"entities\": ...".to_owned()),
+        sent_schema_sha256: Some("5e".repeat(32)),
     }
 }
 
