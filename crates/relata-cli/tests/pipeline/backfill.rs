@@ -352,3 +352,69 @@ async fn a_classify_backfill_republishes_classified_pairs_under_a_new_version_on
     assert_eq!(jobs[1].1.as_array().map(Vec::len), Some(2), "{jobs:?}");
     env.teardown().await;
 }
+
+/// A store extracted under `extract-p1` moves to `extract-p2` by a backfill: one new job
+/// per chunk under the new prompt, its request holding quotes to the chunk's sentences,
+/// each call recording the sha256 of the schema it sent, and export returning the p2
+/// results as current.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extract_backfill_moves_a_store_from_p1_to_p2() {
+    let options = FakeOptions {
+        models: vec!["fake-model".into()],
+        routes: vec![route(
+            "physicist and chemist",
+            r#"{"entities":[{"name":"Marie Curie","type":"person"}],
+                "claims":[{"statement":"Marie Curie won the Nobel Prize in Physics in 1903","quote":"She won the Nobel Prize in Physics in 1903","subject":"Marie Curie"}]}"#,
+        )],
+        ..FakeOptions::default()
+    };
+    let mut env = Env::new(options, vec![]).await;
+    env.set("RELATA_MODEL_EXTRACT_PROMPT", "extract-p1");
+    let worker = env.spawn_worker(Task::Extract);
+    ingest(&env, &env.write_doc("curie-a.txt", CURIE_A), "wiki");
+    env.wait_for_jobs(Task::Extract, 1, Duration::from_secs(60))
+        .await;
+    assert_eq!(worker.terminate(), Some(0));
+
+    env.set("RELATA_MODEL_EXTRACT_PROMPT", "extract-p2");
+    let run = json_out(&env.relata(&["backfill", "--task", "extract", "--json"]));
+    assert_eq!(run["jobs_published"], 1, "{run}");
+    let worker = env.spawn_worker(Task::Extract);
+    env.wait_for_jobs(Task::Extract, 2, Duration::from_secs(60))
+        .await;
+    assert_eq!(worker.terminate(), Some(0));
+
+    // Only the p2 request listed the chunk's sentences as the allowed quotes (the closing
+    // quotation mark is the JSON string's end: in the prompt a newline follows instead).
+    assert_eq!(env.requests_mentioning("with Pierre Curie.\""), 1);
+    let store = env.store().await;
+    let calls: Vec<(String, String, Option<String>)> = sqlx::query_as(
+        "SELECT j.prompt_version, j.state, c.sent_schema_sha256 FROM jobs j
+         JOIN model_calls c USING (job_id) WHERE j.task = 'extract' ORDER BY j.created_at",
+    )
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    let contract_sha = relata_model::schema_sha256(&relata_core::EXTRACT_V1.schema_value());
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(
+        (calls[0].0.as_str(), calls[0].2.as_deref()),
+        ("extract-p1", Some(contract_sha.as_str())),
+        "p1 sends the contract"
+    );
+    assert_eq!(calls[1].0, "extract-p2");
+    assert!(
+        calls[1].2.as_deref().is_some_and(|s| s != contract_sha),
+        "p2 sends its own, tighter schema: {calls:?}"
+    );
+    assert!(calls.iter().all(|c| c.1 == "accepted"), "{calls:?}");
+
+    let current: Vec<_> = env
+        .export()
+        .into_iter()
+        .filter(|r| r["kind"] == "claim")
+        .collect();
+    assert_eq!(current.len(), 1, "{current:?}");
+    assert_eq!(current[0]["provenance"]["prompt_version"], "extract-p2");
+    env.teardown().await;
+}
