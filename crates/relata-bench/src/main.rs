@@ -71,6 +71,9 @@ enum Cmd {
         docs: usize,
         #[arg(long, default_value_t = 2)]
         concurrency: u16,
+        /// Skip replaying the requests directly (the saturation figure): halves the run.
+        #[arg(long)]
+        no_direct: bool,
     },
     /// The reliability scenarios.
     Reliability {
@@ -157,8 +160,9 @@ async fn main() -> Result<()> {
             summaries,
             docs,
             concurrency,
+            no_direct,
         } => {
-            real::real(&relata, &summaries, docs, concurrency, cli.keep).await?;
+            real::real(&relata, &summaries, docs, concurrency, no_direct, cli.keep).await?;
         }
         Cmd::Reliability { size, only } => {
             let size = match size {

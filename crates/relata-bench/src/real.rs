@@ -72,6 +72,75 @@ async fn print_store(world: &World) -> Result<()> {
     Ok(())
 }
 
+/// The extract figures of one real-model run, for the p1-vs-p2 table in BENCHMARKS.md:
+/// responses, truncated, claims proposed / accepted / rejected by reason, accepted (hence
+/// supported: the support check is on) claims per document, completion tokens per
+/// accepted claim, seconds per document.
+async fn print_acceptance(world: &World, docs: usize, seconds: f64) -> Result<()> {
+    let pool = world.store.pool();
+    let (model, prompt): (String, String) = sqlx::query_as(
+        "SELECT model, prompt_version FROM model_calls WHERE task = 'extract' LIMIT 1",
+    )
+    .fetch_one(pool)
+    .await?;
+    let responses = world
+        .count("SELECT count(*) FROM model_calls WHERE task = 'extract'")
+        .await?;
+    let truncated = world
+        .count(
+            "SELECT count(*) FROM invalid_outputs WHERE task = 'extract' AND reason = 'truncated'",
+        )
+        .await?;
+    let whole = world
+        .count("SELECT count(*) FROM invalid_outputs WHERE task = 'extract' AND row_kind IS NULL")
+        .await?;
+    let accepted = world.count("SELECT count(*) FROM claims").await?;
+    let rejected: Vec<(String, i64)> = sqlx::query_as(
+        "SELECT reason, count(*) FROM invalid_outputs WHERE row_kind = 'claim'
+         GROUP BY 1 ORDER BY 2 DESC, 1",
+    )
+    .fetch_all(pool)
+    .await?;
+    let rejected_n: i64 = rejected.iter().map(|(_, n)| n).sum();
+    let tokens: Option<i64> = sqlx::query_scalar(
+        "SELECT sum(completion_tokens)::bigint FROM model_calls WHERE task = 'extract'",
+    )
+    .fetch_one(pool)
+    .await?;
+    let tokens = tokens.unwrap_or(0);
+    println!("acceptance: model {model}, prompt {prompt}, {docs} documents");
+    println!(
+        "  responses {responses}; truncated {truncated}; rejected whole {whole} (truncated included)"
+    );
+    println!(
+        "  claims proposed {} (in responses judged row by row); accepted {accepted}; rejected {rejected_n}: {}",
+        accepted + rejected_n,
+        rejected
+            .iter()
+            .map(|(r, n)| format!("{r} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "  supported claims per document {:.2}; completion tokens per accepted claim {}; seconds per document {:.1}",
+        accepted as f64 / docs.max(1) as f64,
+        if accepted > 0 {
+            format!("{:.0}", tokens as f64 / accepted as f64)
+        } else {
+            format!("- ({tokens} tokens, no claim)")
+        },
+        seconds / docs.max(1) as f64
+    );
+    let sample: Vec<(String, String)> =
+        sqlx::query_as("SELECT statement, quote FROM claims ORDER BY id LIMIT 40")
+            .fetch_all(pool)
+            .await?;
+    for (statement, quote) in sample {
+        println!("  claim: {statement:?} <- {quote:?}");
+    }
+    Ok(())
+}
+
 /// All summaries, instant grounded fake: ingest (with publish), extract, classify.
 pub async fn corpus(
     relata: &Path,
@@ -132,6 +201,7 @@ pub async fn real(
     summaries: &Path,
     docs: usize,
     concurrency: u16,
+    no_direct: bool,
     keep: bool,
 ) -> Result<()> {
     let upstream = std::env::var("RELATA_MODEL_URL")
@@ -147,6 +217,7 @@ pub async fn real(
         "RELATA_MODEL_DIALECT",
         "RELATA_MODEL_MAX_TOKENS",
         "RELATA_MODEL_REQUEST_TIMEOUT_MS",
+        "RELATA_MODEL_EXTRACT_PROMPT",
     ] {
         if let Ok(v) = std::env::var(k) {
             env.push((k.into(), v));
@@ -203,6 +274,11 @@ pub async fn real(
     }
     println!("store after the real-model run:");
     print_store(&world).await?;
+    print_acceptance(&world, n, relata_s).await?;
+    if no_direct {
+        world.teardown(keep).await;
+        return Ok(());
+    }
 
     // The direct load generator: the same extract bodies, same concurrency, no relata.
     let client = reqwest::Client::builder()
