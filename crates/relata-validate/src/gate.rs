@@ -15,7 +15,7 @@ use crate::outcome::{
     AcceptedClaim, AcceptedEntity, AcceptedRelation, ClassifyRows, ExtractRows, Finding, Judgement,
     Rejection, RowOutcome, RowStatus,
 };
-use crate::support::{ClaimText, SupportOpinion, named_in, unsupported};
+use crate::support::{ClaimText, Support, SupportOpinion};
 use crate::text::{bounded, degenerate, excerpt, figures_not_in};
 
 /// A failed check: the reason and a bounded detail.
@@ -271,6 +271,7 @@ pub(crate) fn judge_extract(
     }
 
     let source_index = (!claims.is_empty()).then(|| SourceIndex::new(source));
+    let support = Support::new(config.support(), source);
     // Quote span -> normalised lowercased statements accepted with it.
     let mut seen_claims: HashMap<(usize, usize), Vec<String>> = HashMap::new();
     for (index, v) in claims.iter().enumerate() {
@@ -321,10 +322,9 @@ pub(crate) fn judge_extract(
                     statement,
                     quote: found_quote,
                     subject,
-                    chunk: source,
                     quote_start: start,
                 };
-                unsupported(&config.support(), claim).or_else(|| {
+                support.unsupported(claim).or_else(|| {
                     opinion.and_then(|o| {
                         o.unsupported(statement, found_quote)
                             .map(|d| format!("second opinion: {d}"))
@@ -337,7 +337,7 @@ pub(crate) fn judge_extract(
                 // A subject the response did not list as an entity is still known when
                 // the claim's own quote names it: the claim is kept, linked to no entity.
                 row.check(Check::SubjectKnown, Reason::UnknownSubject, || {
-                    (subject_at.is_none() && !named_in(subject, found_quote)).then(|| {
+                    (subject_at.is_none() && !support.named_in(subject, found_quote)).then(|| {
                         format!(
                             "subject {} is neither an accepted entity of this response nor named in the quote",
                             excerpt(subject, 40)

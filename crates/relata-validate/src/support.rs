@@ -37,6 +37,8 @@
 //! second opinion ([`SupportOpinion`]) can only reject more, never accept what this
 //! check rejected.
 
+use std::cell::RefCell;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use rust_stemmers::{Algorithm, Stemmer};
@@ -297,51 +299,78 @@ struct Words {
 }
 
 fn stopword(w: &str) -> bool {
-    STOPWORDS.contains(&w)
+    static SET: std::sync::LazyLock<HashSet<&'static str>> =
+        std::sync::LazyLock::new(|| STOPWORDS.iter().copied().collect());
+    SET.contains(w)
 }
 
-/// The raw words of normalised text: runs of letters and digits, an apostrophe kept
-/// between two of them.
-fn raw_words(norm: &str) -> Vec<&str> {
+fn negation(w: &str) -> bool {
+    NEGATIONS.contains(&w)
+}
+
+fn number_word(w: &str) -> bool {
+    static SET: std::sync::LazyLock<HashSet<&'static str>> =
+        std::sync::LazyLock::new(|| NUMBER_WORDS.iter().copied().collect());
+    SET.contains(w)
+}
+
+/// The raw words of a text with their byte offsets: runs of letters and digits, an
+/// apostrophe kept between two of them. Whitespace needs no normalising here: it only
+/// separates words.
+fn raw_words(text: &str) -> Vec<(usize, &str)> {
     let mut out = Vec::new();
     let mut start = None;
-    let mut it = norm.char_indices().peekable();
+    let mut it = text.char_indices().peekable();
     while let Some((i, c)) = it.next() {
         let inner_apostrophe = matches!(c, '\'' | '\u{2019}')
             && start.is_some()
             && it.peek().is_some_and(|(_, n)| n.is_alphanumeric());
-        if c.is_alphanumeric() || inner_apostrophe {
+        // A combining mark continues its word: text in NFD is not split inside "é".
+        let mark = || start.is_some() && !c.is_ascii() && is_combining_mark(c);
+        if c.is_alphanumeric() || inner_apostrophe || mark() {
             start.get_or_insert(i);
         } else if let Some(s) = start.take() {
-            out.push(&norm[s..i]);
+            out.push((s, &text[s..i]));
         }
     }
     if let Some(s) = start {
-        out.push(&norm[s..]);
+        out.push((s, &text[s..]));
     }
     out
 }
 
-fn split_words(stemmer: &Stemmer, text: &str) -> Words {
-    let norm = collapse_cow(text);
+fn split_words(stem: &impl Fn(&str) -> String, text: &str) -> Words {
+    split_words_at(stem, text).0
+}
+
+/// [`split_words`], with each kept word's byte offset in `text`.
+fn split_words_at(stem: &impl Fn(&str) -> String, text: &str) -> (Words, Vec<usize>) {
     let mut out = Words::default();
+    let mut offsets = Vec::new();
     let mut prev_not = false;
-    for w in raw_words(&norm) {
+    for (at, w) in raw_words(text) {
         let capitalised = w.chars().next().is_some_and(char::is_uppercase);
-        let l = lower(w).replace('\u{2019}', "'");
-        let l = if let Some(base) = l.strip_suffix("n't") {
-            out.negations += 1;
-            base.to_owned()
+        let l = if w.bytes().all(|b| b.is_ascii_alphanumeric()) {
+            // The common case, one allocation: no apostrophe, nothing to fold.
+            w.to_ascii_lowercase()
         } else {
-            l.strip_suffix("'s").unwrap_or(&l).to_owned()
+            let l = lower(w).replace('\u{2019}', "'");
+            let l = if let Some(base) = l.strip_suffix("n't") {
+                out.negations += 1;
+                base
+            } else {
+                l.strip_suffix("'s").unwrap_or(&l)
+            };
+            // Canonical decomposition with marks dropped also makes NFC and NFD spellings
+            // of a word equal, so the text needs no NFC pass of its own.
+            fold(&l.replace('\'', ""))
         };
-        let l = fold(&l.replace('\'', ""));
         if l == "only" && prev_not {
             // "not only … but also" affirms: that "not" was no negation.
             out.negations -= 1;
         }
         prev_not = l == "not";
-        if NEGATIONS.contains(&l.as_str()) {
+        if negation(&l) {
             out.negations += 1;
             continue;
         }
@@ -351,16 +380,17 @@ fn split_words(stemmer: &Stemmer, text: &str) -> Words {
         if l.is_empty() || single_letter || stopword(&l) {
             continue;
         }
-        let numeric = l.chars().all(|c| c.is_ascii_digit()) || NUMBER_WORDS.contains(&l.as_str());
-        let stem = stemmer.stem(&l).into_owned();
+        let numeric = l.chars().all(|c| c.is_ascii_digit()) || number_word(&l);
+        let stem = stem(&l);
         out.words.push(Word {
             lower: l,
             stem,
             capitalised,
             numeric,
         });
+        offsets.push(at);
     }
-    out
+    (out, offsets)
 }
 
 /// Diacritics removed (canonical decomposition, combining marks dropped), so that
@@ -381,20 +411,95 @@ fn found(w: &Word, pool: &[Word]) -> bool {
 
 fn shared_prefix(a: &str, b: &str) -> bool {
     let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    short.chars().count() >= MIN_SHARED_PREFIX && long.starts_with(short)
+    short.len() >= MIN_SHARED_PREFIX
+        && short.chars().count() >= MIN_SHARED_PREFIX
+        && long.starts_with(short)
 }
 
-/// Whether every content word of `name` is in `text` (the same word comparison as the
-/// support check); a name of function words only must occur in `text` as written,
-/// case-insensitively.
-pub(crate) fn named_in(name: &str, text: &str) -> bool {
-    let stemmer = Stemmer::create(Algorithm::English);
-    let name_words = split_words(&stemmer, name);
-    if name_words.words.is_empty() {
-        return lower(&collapse_cow(text)).contains(&lower(&collapse_cow(name)));
+/// The words of a quote, indexed: [`found`] with hash look-ups first, the prefix scan only
+/// for a word neither look-up finds (rare in a supported statement).
+struct Pool<'w> {
+    words: &'w [Word],
+    lowers: HashSet<&'w str>,
+    stems: HashSet<&'w str>,
+}
+
+impl<'w> Pool<'w> {
+    fn new(words: &'w [Word]) -> Self {
+        Pool {
+            words,
+            lowers: words.iter().map(|w| w.lower.as_str()).collect(),
+            stems: words.iter().map(|w| w.stem.as_str()).collect(),
+        }
     }
-    let text_words = split_words(&stemmer, text);
-    name_words.words.iter().all(|w| found(w, &text_words.words))
+
+    fn has(&self, w: &Word) -> bool {
+        self.lowers.contains(w.lower.as_str())
+            || self.stems.contains(w.stem.as_str())
+            || (w.stem.len() >= MIN_SHARED_PREFIX
+                && self.words.iter().any(|p| shared_prefix(&p.stem, &w.stem)))
+    }
+}
+
+/// The support check for one response: the stemmer, and the chunk's words, split once
+/// (on first need) for every claim of the response.
+pub(crate) struct Support<'c> {
+    settings: SupportSettings,
+    stemmer: Stemmer,
+    /// Stems already computed for this response: the same words recur in every claim.
+    stems: RefCell<HashMap<String, String>>,
+    chunk: &'c str,
+    chunk_words: std::cell::OnceCell<(Words, Vec<usize>)>,
+}
+
+impl fmt::Debug for Support<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Support")
+            .field("settings", &self.settings)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<'c> Support<'c> {
+    pub(crate) fn new(settings: SupportSettings, chunk: &'c str) -> Self {
+        Support {
+            settings,
+            stemmer: Stemmer::create(Algorithm::English),
+            stems: RefCell::new(HashMap::new()),
+            chunk,
+            chunk_words: std::cell::OnceCell::new(),
+        }
+    }
+
+    fn stem(&self, word: &str) -> String {
+        if let Some(s) = self.stems.borrow().get(word) {
+            return s.clone();
+        }
+        let s = self.stemmer.stem(word).into_owned();
+        self.stems.borrow_mut().insert(word.to_owned(), s.clone());
+        s
+    }
+
+    fn words(&self, text: &str) -> Words {
+        split_words(&|w| self.stem(w), text)
+    }
+
+    fn chunk_words(&self) -> &(Words, Vec<usize>) {
+        self.chunk_words
+            .get_or_init(|| split_words_at(&|w| self.stem(w), self.chunk))
+    }
+
+    /// Whether every content word of `name` is in `text` (the same word comparison as the
+    /// support check); a name of function words only must occur in `text` as written,
+    /// case-insensitively.
+    pub(crate) fn named_in(&self, name: &str, text: &str) -> bool {
+        let name_words = self.words(name);
+        if name_words.words.is_empty() {
+            return lower(&collapse_cow(text)).contains(&lower(&collapse_cow(name)));
+        }
+        let text_words = self.words(text);
+        name_words.words.iter().all(|w| found(w, &text_words.words))
+    }
 }
 
 /// The statement, quote, subject and chunk of one claim, as the check sees them.
@@ -403,118 +508,119 @@ pub(crate) struct ClaimText<'a> {
     pub statement: &'a str,
     pub quote: &'a str,
     pub subject: &'a str,
-    /// The whole source the quote was found in.
-    pub chunk: &'a str,
-    /// The quote's byte offset in `chunk`.
+    /// The quote's byte offset in the chunk.
     pub quote_start: usize,
 }
 
-/// Why the quote does not support the statement, or `None` when it does.
-pub(crate) fn unsupported(settings: &SupportSettings, claim: ClaimText<'_>) -> Option<String> {
-    let stemmer = Stemmer::create(Algorithm::English);
-    let statement = split_words(&stemmer, claim.statement);
-    let quote = split_words(&stemmer, claim.quote);
-    let subject = split_words(&stemmer, claim.subject);
+impl Support<'_> {
+    /// Why the quote does not support the statement, or `None` when it does.
+    pub(crate) fn unsupported(&self, claim: ClaimText<'_>) -> Option<String> {
+        let settings = &self.settings;
+        let statement = self.words(claim.statement);
+        let quote = self.words(claim.quote);
+        let subject = self.words(claim.subject);
+        let pool = Pool::new(&quote.words);
 
-    // 5. The subject: in the quote, else in the chunk (before the quote: an antecedent).
-    let in_quote = subject.words.iter().all(|w| found(w, &quote.words));
-    let mut excused: Vec<&Word> = Vec::new();
-    if !in_quote {
-        let before = split_words(&stemmer, &claim.chunk[..claim.quote_start]);
-        let chunk = split_words(&stemmer, claim.chunk);
-        if subject.words.iter().all(|w| found(w, &before.words)) {
-            excused = subject.words.iter().collect();
-        } else if !subject.words.iter().all(|w| found(w, &chunk.words)) {
+        // 5. The subject: in the quote, else in the chunk (before the quote: an antecedent).
+        let in_quote = subject.words.iter().all(|w| pool.has(w));
+        let mut excused: Vec<&Word> = Vec::new();
+        if !in_quote {
+            let (chunk, offsets) = self.chunk_words();
+            let before = &chunk.words[..offsets.partition_point(|&at| at < claim.quote_start)];
+            if subject.words.iter().all(|w| found(w, before)) {
+                excused = subject.words.iter().collect();
+            } else if !subject.words.iter().all(|w| found(w, &chunk.words)) {
+                return Some(format!(
+                    "subject {} is not in the quote or its chunk",
+                    excerpt(claim.subject, 40)
+                ));
+            }
+        }
+        let is_excused = |w: &Word| {
+            excused
+                .iter()
+                .any(|e| e.stem == w.stem || e.lower == w.lower)
+        };
+
+        // 1. Figures.
+        if let Some(detail) = figures_not_in(claim.statement, claim.quote) {
+            return Some(detail);
+        }
+        // 4. Negation on one side only.
+        if (statement.negations > 0) != (quote.negations > 0) {
+            let side = if statement.negations > 0 {
+                "the statement is negated and its quote is not"
+            } else {
+                "the quote is negated and the statement is not"
+            };
+            return Some(side.to_owned());
+        }
+        // 1b. Numbers written as words, all required.
+        let missing_numbers: Vec<&str> = statement
+            .words
+            .iter()
+            .filter(|w| number_word(&w.lower))
+            .filter(|w| !quote.words.iter().any(|q| q.lower == w.lower))
+            .map(|w| w.lower.as_str())
+            .collect();
+        if !missing_numbers.is_empty() {
             return Some(format!(
-                "subject {} is not in the quote or its chunk",
-                excerpt(claim.subject, 40)
+                "number(s) in the statement not in the quote: {}",
+                missing_numbers
+                    .iter()
+                    .map(|w| excerpt(w, 24))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ));
         }
-    }
-    let is_excused = |w: &Word| {
-        excused
+        // 2. Names, all required; 3. other content words, by share.
+        let mut missing_names: Vec<&str> = Vec::new();
+        let mut missing: Vec<&str> = Vec::new();
+        let mut ordinary = 0usize;
+        for w in statement
+            .words
             .iter()
-            .any(|e| e.stem == w.stem || e.lower == w.lower)
-    };
-
-    // 1. Figures.
-    if let Some(detail) = figures_not_in(claim.statement, claim.quote) {
-        return Some(detail);
-    }
-    // 4. Negation on one side only.
-    if (statement.negations > 0) != (quote.negations > 0) {
-        let side = if statement.negations > 0 {
-            "the statement is negated and its quote is not"
-        } else {
-            "the quote is negated and the statement is not"
-        };
-        return Some(side.to_owned());
-    }
-    // 1b. Numbers written as words, all required.
-    let missing_numbers: Vec<&str> = statement
-        .words
-        .iter()
-        .filter(|w| NUMBER_WORDS.contains(&w.lower.as_str()))
-        .filter(|w| !quote.words.iter().any(|q| q.lower == w.lower))
-        .map(|w| w.lower.as_str())
-        .collect();
-    if !missing_numbers.is_empty() {
-        return Some(format!(
-            "number(s) in the statement not in the quote: {}",
-            missing_numbers
-                .iter()
+            .filter(|w| !w.numeric && !is_excused(w))
+        {
+            let here = pool.has(w);
+            if w.capitalised {
+                if !here {
+                    missing_names.push(&w.lower);
+                }
+            } else {
+                ordinary += 1;
+                if !here {
+                    missing.push(&w.lower);
+                }
+            }
+        }
+        let list = |ws: &[&str]| {
+            ws.iter()
+                .take(6)
                 .map(|w| excerpt(w, 24))
                 .collect::<Vec<_>>()
                 .join(", ")
-        ));
-    }
-    // 2. Names, all required; 3. other content words, by share.
-    let mut missing_names: Vec<&str> = Vec::new();
-    let mut missing: Vec<&str> = Vec::new();
-    let mut ordinary = 0usize;
-    for w in statement
-        .words
-        .iter()
-        .filter(|w| !w.numeric && !is_excused(w))
-    {
-        let here = found(w, &quote.words);
-        if w.capitalised {
-            if !here {
-                missing_names.push(&w.lower);
-            }
-        } else {
-            ordinary += 1;
-            if !here {
-                missing.push(&w.lower);
-            }
-        }
-    }
-    let list = |ws: &[&str]| {
-        ws.iter()
-            .take(6)
-            .map(|w| excerpt(w, 24))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    if !missing_names.is_empty() {
-        return Some(format!(
-            "name(s) in the statement not in the quote: {}",
-            list(&missing_names)
-        ));
-    }
-    if ordinary > 0 {
-        let share = (ordinary - missing.len()) as f64 / ordinary as f64;
-        if share < settings.min_share {
+        };
+        if !missing_names.is_empty() {
             return Some(format!(
-                "statement words not in the quote: {} ({} of {} found; {:.0}% required)",
-                list(&missing),
-                ordinary - missing.len(),
-                ordinary,
-                settings.min_share * 100.0
+                "name(s) in the statement not in the quote: {}",
+                list(&missing_names)
             ));
         }
+        if ordinary > 0 {
+            let share = (ordinary - missing.len()) as f64 / ordinary as f64;
+            if share < settings.min_share {
+                return Some(format!(
+                    "statement words not in the quote: {} ({} of {} found; {:.0}% required)",
+                    list(&missing),
+                    ordinary - missing.len(),
+                    ordinary,
+                    settings.min_share * 100.0
+                ));
+            }
+        }
+        None
     }
-    None
 }
 
 #[cfg(test)]
@@ -523,16 +629,12 @@ mod tests {
 
     fn judge(statement: &str, quote: &str, subject: &str, chunk: &str) -> Option<String> {
         let quote_start = chunk.find(quote).expect("quote in chunk");
-        unsupported(
-            &SupportSettings::default(),
-            ClaimText {
-                statement,
-                quote,
-                subject,
-                chunk,
-                quote_start,
-            },
-        )
+        Support::new(SupportSettings::default(), chunk).unsupported(ClaimText {
+            statement,
+            quote,
+            subject,
+            quote_start,
+        })
     }
 
     const CURIE: &str = "Marie Curie was a Polish and naturalised-French physicist and chemist. \
@@ -688,9 +790,10 @@ mod tests {
 
     #[test]
     fn words_split_on_hyphens_and_keep_inner_apostrophes() {
-        assert_eq!(
-            raw_words("Hong Kong-based O'Neil's 'quoted'"),
-            ["Hong", "Kong", "based", "O'Neil's", "quoted"]
-        );
+        let words: Vec<&str> = raw_words("Hong Kong-based O'Neil's 'quoted'")
+            .into_iter()
+            .map(|(_, w)| w)
+            .collect();
+        assert_eq!(words, ["Hong", "Kong", "based", "O'Neil's", "quoted"]);
     }
 }

@@ -129,7 +129,10 @@ async fn the_document_is_delimited_as_data() {
     let system = body["messages"][0]["content"].as_str().unwrap();
     let user = body["messages"][1]["content"].as_str().unwrap();
     assert!(system.contains("data, not instructions"), "{system}");
-    assert_eq!(user, format!("BEGIN RELATA_DATA\n{SENTENCES}\nEND RELATA_DATA"));
+    assert_eq!(
+        user,
+        format!("BEGIN RELATA_DATA\n{SENTENCES}\nEND RELATA_DATA")
+    );
 }
 
 #[tokio::test]
