@@ -95,7 +95,9 @@ mod prompt;
 mod redact;
 mod wire;
 
-pub use client::{CallOutcome, CallRecord, Completion, EXCERPT_CHARS, ModelCall, ModelClient};
+pub use client::{
+    CallOutcome, CallRecord, Completion, DETAIL_CHARS, EXCERPT_CHARS, ModelCall, ModelClient,
+};
 pub use config::{ConfigError, Dialect, ModelConfig};
 pub use error::{ErrorClass, ModelError, TransportKind};
 pub use metrics::{InvalidOutput, ModelMetrics, RequestOutcome, record_invalid_output};
@@ -104,4 +106,4 @@ pub use prompt::{
     SchemaRegistry, classify_messages, extract_messages, prompt_version,
 };
 pub use redact::{ApiKey, REDACTED, excerpt, redact};
-pub use wire::{Usage, response_format};
+pub use wire::{MAX_USAGE_TOKENS, Usage, response_format};
