@@ -8,9 +8,7 @@ use std::time::{Duration, Instant};
 use backon::{ExponentialBuilder, Retryable};
 use futures::StreamExt;
 use relata_core::{DeadReason, Handle, JobId, JobMessage, RowKind, Task, TaskVersion};
-use relata_model::{
-    ClassifyClaim, ErrorClass, ModelCall, ModelClient, ModelError, record_invalid_output,
-};
+use relata_model::{ClassifyClaim, ErrorClass, ModelCall, ModelClient, ModelError};
 use relata_queue::{Broker, Delivery, QueueError, RetryDecision, RetryPolicy, RetryTier};
 use relata_store::{
     ChunkRow, CommitOutcome, Committed, JobRow, JobState, NewModelCall, Store, StoreError,
@@ -618,7 +616,8 @@ impl Worker {
     /// before the commit, so a retried commit cannot count twice) and its rows.
     fn committed(&self, rejections: &[Rejection], c: &Committed) {
         for r in rejections {
-            record_invalid_output(self.model.metrics(), self.settings.task, r.reason);
+            self.model
+                .record_invalid_output(self.settings.task, r.reason, &r.detail);
         }
         self.rows_committed(c);
     }
