@@ -308,6 +308,28 @@ impl Delivery {
         }
     }
 
+    /// Put the job back at the tail of its work queue as it was — same attempt, a fresh
+    /// delivery count — then ack this delivery (a crash between the two duplicates the
+    /// job, never loses it). For a job that could not be tried at all (the provider
+    /// refuses the deployment): unlike [`requeue`](Delivery::requeue), this does not count
+    /// towards `x-delivery-limit`, so a misconfiguration cannot dead-letter a backlog.
+    /// If the copy cannot be published the delivery is requeued.
+    pub async fn return_unharmed(self) -> Result<(), QueueError> {
+        let queue = self.broker.inner.topology.work_queue(self.task);
+        let props = self.copy_properties(self.attempt(), None);
+        let published = self
+            .broker
+            .publish_confirmed("", &queue, &self.inner.data, props)
+            .await;
+        match published {
+            Ok(()) => self.ack().await,
+            Err(e) => {
+                self.requeue_after_failure(&e).await;
+                Err(e)
+            }
+        }
+    }
+
     /// Return the job to its queue now (nack with requeue), e.g. when the store stayed
     /// unavailable. The quorum queue counts it towards `x-delivery-limit`.
     pub async fn requeue(self) -> Result<(), QueueError> {
