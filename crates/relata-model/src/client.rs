@@ -525,6 +525,35 @@ impl ModelClient {
         transport(kind, detail).into()
     }
 
+    /// Does the provider still refuse this deployment? One tiny chat request (one token,
+    /// no document text, no schema), not retried and not counted as a model call: a
+    /// worker paused by a refusal asks this on a slow schedule and resumes on `Ok`.
+    ///
+    /// `Ok` when the provider answered without refusing — whatever it said, even a
+    /// truncated answer, shows the key and the model are accepted. Any failure is
+    /// returned, classified; the caller resumes only on `Ok`, since a transport failure
+    /// proves nothing about the key.
+    pub async fn check_provider(&self) -> Result<(), ModelError> {
+        let body = serde_json::json!({
+            "model": self.config.model,
+            "messages": [{"role": "user", "content": "Reply with {}."}],
+            "max_tokens": 1,
+            "stream": false,
+        });
+        let sent = tokio::time::timeout(self.config.request_timeout(), self.send(&body)).await;
+        match sent {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => match e.error {
+                ModelError::InvalidOutput { .. } => Ok(()),
+                other => Err(other),
+            },
+            Err(_) => Err(transport(
+                TransportKind::Timeout,
+                "no answer within the request timeout".into(),
+            )),
+        }
+    }
+
     /// `GET {url}/models`: the ids the endpoint lists. Not retried (an operator tool).
     pub async fn list_models(&self) -> Result<Vec<String>, ModelError> {
         let mut request = self.http.get(self.config.models_url());
