@@ -285,6 +285,9 @@ pub struct FakeOptions {
     pub routes: Vec<Route>,
     /// What to do once the scripted queue is empty and no route matches.
     pub default: Behaviour,
+    /// What `GET …/models` does instead of listing `models` (a server without a model
+    /// list, a slow one, a redirect). Not taken from the scripted queue.
+    pub models_behaviour: Option<Behaviour>,
 }
 
 /// A standing answer for requests whose body contains `needle`.
@@ -302,6 +305,7 @@ impl Default for FakeOptions {
             reject_json_schema_dialect: false,
             routes: Vec::new(),
             default: Behaviour::completion(r#"{"entities":[],"claims":[]}"#),
+            models_behaviour: None,
         }
     }
 }
@@ -606,6 +610,10 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
     lock(&shared.log).push(request.clone());
 
     if request.method == "GET" && request.path.ends_with("/models") {
+        if let Some(behaviour) = shared.options.models_behaviour.clone() {
+            act(stream, behaviour, InFlight::enter(&shared)).await;
+            return;
+        }
         let data: Vec<Value> = shared
             .options
             .models
