@@ -206,6 +206,8 @@ impl Worker {
         let probe_timer = tokio::time::sleep(Duration::ZERO);
         tokio::pin!(probe_timer);
         let mut refused = None;
+        // Streams ended by a pause, kept open until their held deliveries are settled.
+        let mut retired: Vec<Deliveries> = Vec::new();
         let mut summary = RunSummary::default();
         let idle = self.settings.exit_when_idle;
         tokio::pin!(shutdown);
@@ -262,7 +264,7 @@ impl Worker {
                         });
                     }
                     None if flow == Flow::Pausing => {
-                        deliveries = None;
+                        retired.extend(deliveries.take());
                         if refused.is_some() {
                             break;
                         }
@@ -274,6 +276,10 @@ impl Worker {
                 _ = &mut probe_timer, if flow == Flow::Paused => {
                     match self.model.check_provider().await {
                         Ok(()) => {
+                            // The paused streams' deliveries were settled long ago.
+                            for d in retired.drain(..) {
+                                d.close().await;
+                            }
                             generation += 1;
                             match self.broker.consume(task, concurrency).await {
                                 Ok(d) => {
@@ -313,9 +319,6 @@ impl Worker {
         if let Some(d) = deliveries.as_mut() {
             d.stop();
         }
-        // Deliveries received but not started are dropped unsettled: the broker returns
-        // them to the queue when the connection closes.
-        drop(deliveries);
         let deadline = tokio::time::sleep(self.settings.shutdown_deadline);
         tokio::pin!(deadline);
         loop {
@@ -328,9 +331,19 @@ impl Worker {
                     summary.abandoned = running.len() as u64;
                     tracing::warn!(abandoned = summary.abandoned, "shutdown deadline reached; abandoning in-flight jobs (they will be redelivered)");
                     running.abort_all();
+                    // Wait until the aborted jobs are gone: a delivery dropped after the
+                    // connection started closing makes lapin settle it on a closing
+                    // channel and log a channel-state error for a clean shutdown.
+                    while running.join_next().await.is_some() {}
                     break;
                 }
             }
+        }
+        // Deliveries received but not started are left unsettled: the broker returns them
+        // to the queue when their channel closes.
+        retired.extend(deliveries);
+        for d in retired {
+            d.close().await;
         }
         self.broker.close().await;
         match refused {

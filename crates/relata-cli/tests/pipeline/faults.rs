@@ -397,3 +397,36 @@ async fn a_worker_killed_mid_job_loses_nothing_and_duplicates_nothing() {
     assert_eq!(worker.terminate(), Some(0));
     env.teardown().await;
 }
+
+/// SIGTERM while a job waits out a long `Retry-After`: the job is abandoned at the
+/// deadline and stays queued, and the shutdown logs no error (lapin used to report a
+/// channel-state error when a dropped channel raced the connection's close).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_during_a_retry_after_wait_is_clean() {
+    let options = FakeOptions {
+        models: vec!["fake-model".into()],
+        default: Behaviour::error(429, "slow down").retry_after(60),
+        ..FakeOptions::default()
+    };
+    let mut env = Env::new(options, vec![]).await;
+    env.set("RELATA_WORKER_SHUTDOWN_DEADLINE_MS", "1000");
+    let corpus = env.write_doc("ada.txt", DOC);
+    let out = env.relata(&["ingest", corpus_path(&corpus), "--source", "s"]);
+    assert!(out.status.success());
+    let worker = env.spawn_worker(Task::Extract);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while env.fake.chat_requests().is_empty() {
+        assert!(Instant::now() < deadline, "no request");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let log = worker.log.clone();
+    assert_eq!(worker.terminate(), Some(0));
+    let log = std::fs::read_to_string(log).unwrap();
+    assert!(log.contains("abandoning in-flight jobs"), "{log}");
+    assert!(!log.contains("invalid channel state"), "{log}");
+    assert!(!log.contains(" ERROR "), "{log}");
+    let by_state = states(&env, Task::Extract).await;
+    assert_eq!(by_state.get("queued"), Some(&1), "{by_state:?}");
+    env.teardown().await;
+}
