@@ -430,3 +430,61 @@ async fn shutdown_during_a_retry_after_wait_is_clean() {
     assert_eq!(by_state.get("queued"), Some(&1), "{by_state:?}");
     env.teardown().await;
 }
+
+/// What the provider's filter stopped, and content that is not text, are recorded once as
+/// invalid output — the job completes `invalid`, nothing is stored from it, and the model
+/// is asked once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn filtered_and_non_text_content_are_recorded_once_and_never_stored() {
+    let options = FakeOptions {
+        models: vec!["fake-model".into()],
+        routes: vec![
+            relata_testkit::Route {
+                needle: "FILTERED".into(),
+                behaviour: Behaviour::content_filter(GOOD),
+            },
+            relata_testkit::Route {
+                needle: "OBJECT".into(),
+                behaviour: Behaviour::content_value(
+                    serde_json::json!({"entities": [], "claims": []}),
+                ),
+            },
+        ],
+        ..FakeOptions::default()
+    };
+    let env = Env::new(options, vec![]).await;
+    env.write_doc("a.txt", &DOC.replace("Ada", "FILTERED Ada"));
+    let corpus = env.write_doc("b.txt", &DOC.replace("Ada", "OBJECT Ada"));
+    let out = env.relata(&["ingest", corpus_path(&corpus), "--source", "s"]);
+    assert!(out.status.success());
+    let worker = env.spawn_worker(Task::Extract);
+    let states = env
+        .wait_for_jobs(Task::Extract, 2, Duration::from_secs(60))
+        .await;
+    assert_eq!(states.get("invalid"), Some(&2), "{states:?}");
+    assert_eq!(env.fake.chat_requests().len(), 2, "each asked once");
+    let m = worker.metrics().await;
+    for reason in ["refusal", "schema"] {
+        assert_eq!(
+            sample(
+                &m,
+                "relata_model_invalid_output_total",
+                &[("task", "extract"), ("reason", reason)]
+            ),
+            1.0,
+            "{reason}: {m}"
+        );
+    }
+    assert!(
+        env.export()
+            .iter()
+            .all(|r| r["kind"] != "claim" && r["kind"] != "entity"),
+        "nothing from a filtered or non-text answer is stored"
+    );
+    assert!(
+        worker.log_text().contains("finish_reason = content_filter"),
+        "the rejection is logged with its detail"
+    );
+    assert_eq!(worker.terminate(), Some(0));
+    env.teardown().await;
+}
