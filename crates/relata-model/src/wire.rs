@@ -223,14 +223,15 @@ pub(crate) fn decode(body: &[u8], content_type: Option<&str>) -> Decoded {
         },
     };
     let choices = envelope.choices.unwrap_or_default();
-    if choices.is_empty() {
-        if let Some(error) = envelope.error.filter(|e| !e.is_null()) {
-            return Decoded {
-                usage,
-                usage_ignored,
-                ..Decoded::failed(error_in_200(&error))
-            };
-        }
+    if let Some(error) = envelope
+        .error
+        .filter(|e| !e.is_null() && choices.is_empty())
+    {
+        return Decoded {
+            usage,
+            usage_ignored,
+            ..Decoded::failed(error_in_200(&error))
+        };
     }
     let Some(choice) = choices.into_iter().next() else {
         return Decoded {

@@ -163,9 +163,7 @@ impl Supervisor {
         first: (Channel, lapin::Consumer),
         mut stop: oneshot::Receiver<()>,
     ) -> Option<Channel> {
-        let Some(tx) = self.tx.clone() else {
-            return None;
-        };
+        let tx = self.tx.clone()?;
         let mut current = Some(first);
         let max_pause = Duration::from_millis(self.broker.inner.config.reconnect_max_delay_ms);
         loop {
