@@ -45,7 +45,8 @@ pub struct WorkerSettings {
     /// is requeued.
     pub commit_retry_max_elapsed: Duration,
     /// Exit once no delivery has arrived for this long (batch runs and tests); `None`
-    /// runs until stopped.
+    /// runs until stopped. A worker paused by a provider refusal for this long exits as
+    /// the `exit` policy does.
     pub exit_when_idle: Option<Duration>,
     /// What to do when the provider refuses the deployment (401, 403, not found, redirect).
     pub on_provider_refusal: OnProviderRefusal,
@@ -218,9 +219,25 @@ impl Worker {
                     None => std::future::pending().await,
                 }
             };
+            // A batch run (`exit_when_idle`) must not wait forever on a deployment that
+            // stays refused: paused for that long, it exits as the `exit` policy would.
+            let paused_too_long = async {
+                match idle {
+                    Some(d) if flow == Flow::Paused => {
+                        tokio::time::sleep_until(tokio::time::Instant::from_std(paused_at + d))
+                            .await
+                    }
+                    _ => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = &mut shutdown => {
                     tracing::info!("shutdown requested: no new deliveries");
+                    break;
+                }
+                _ = paused_too_long => {
+                    tracing::warn!("paused for longer than --exit-when-idle; exiting with the jobs queued");
+                    refused = Some(self.refusal().unwrap_or_default());
                     break;
                 }
                 Some(done) = running.join_next(), if !running.is_empty() => {

@@ -488,3 +488,38 @@ async fn filtered_and_non_text_content_are_recorded_once_and_never_stored() {
     assert_eq!(worker.terminate(), Some(0));
     env.teardown().await;
 }
+
+/// A batch run (`--exit-when-idle`) paused by a refusal does not wait forever: it exits 3
+/// with its jobs queued.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_paused_batch_worker_exits_3_after_its_idle_time() {
+    let options = FakeOptions {
+        models: vec!["fake-model".into()],
+        default: Behaviour::error(403, "this key may not use fake-model"),
+        ..FakeOptions::default()
+    };
+    let mut env = Env::new(options, vec![]).await;
+    env.set("RELATA_WORKER_PROVIDER_RETRY_MIN_MS", "200");
+    env.set(
+        "RELATA_METRICS_ADDR",
+        &format!("127.0.0.1:{}", crate::common::free_port()),
+    );
+    let out = env.relata(&["ingest", corpus_path(&backlog(&env)), "--source", "s"]);
+    assert!(out.status.success());
+    let mut cmd = env.command(&["worker", "extract", "--exit-when-idle", "2"]);
+    let started = Instant::now();
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{log}");
+    assert!(started.elapsed() < Duration::from_secs(30), "{log}");
+    assert!(log.contains("may not use fake-model"), "{log}");
+    let by_state = states(&env, Task::Extract).await;
+    assert_eq!(
+        by_state.get("queued"),
+        Some(&(BACKLOG as i64)),
+        "{by_state:?}"
+    );
+    env.teardown().await;
+}
