@@ -58,6 +58,10 @@ pub struct WorkerConfig {
     pub candidate_k: u32,
     pub classify_batch: usize,
     pub commit_retry_max_ms: u64,
+    /// `pause` (default) or `exit` when the provider refuses the deployment.
+    pub on_provider_refusal: relata_worker::OnProviderRefusal,
+    pub provider_retry_min_ms: u64,
+    pub provider_retry_max_ms: u64,
 }
 
 #[derive(Debug, Clone, serde::Deserialize)]
@@ -91,6 +95,9 @@ impl Default for WorkerConfig {
             candidate_k: 5,
             classify_batch: 10,
             commit_retry_max_ms: 30_000,
+            on_provider_refusal: relata_worker::OnProviderRefusal::Pause,
+            provider_retry_min_ms: 10_000,
+            provider_retry_max_ms: 300_000,
         }
     }
 }
@@ -169,6 +176,18 @@ impl Config {
         env_num(
             "RELATA_COMMIT_RETRY_MAX_MS",
             &mut config.worker.commit_retry_max_ms,
+        )?;
+        env_num(
+            "RELATA_WORKER_ON_PROVIDER_REFUSAL",
+            &mut config.worker.on_provider_refusal,
+        )?;
+        env_num(
+            "RELATA_WORKER_PROVIDER_RETRY_MIN_MS",
+            &mut config.worker.provider_retry_min_ms,
+        )?;
+        env_num(
+            "RELATA_WORKER_PROVIDER_RETRY_MAX_MS",
+            &mut config.worker.provider_retry_max_ms,
         )?;
         env_num("RELATA_MAX_CHUNK_BYTES", &mut config.ingest.max_chunk_bytes)?;
         env_num("RELATA_SUPPORT_MIN_SHARE", &mut config.support.min_share)?;
@@ -256,7 +275,15 @@ impl Config {
                 relata_core::contract::bounds::MAX_RELATIONS
             );
         }
+        if w.provider_retry_min_ms == 0 || w.provider_retry_min_ms > w.provider_retry_max_ms {
+            bail!(
+                "RELATA_WORKER_PROVIDER_RETRY_MIN_MS must be at least 1 and at most RELATA_WORKER_PROVIDER_RETRY_MAX_MS"
+            );
+        }
         Ok(WorkerSettings {
+            on_provider_refusal: w.on_provider_refusal,
+            provider_retry_min: Duration::from_millis(w.provider_retry_min_ms),
+            provider_retry_max: Duration::from_millis(w.provider_retry_max_ms),
             concurrency: w.concurrency,
             shutdown_deadline: Duration::from_millis(w.shutdown_deadline_ms),
             candidate_k: w.candidate_k,

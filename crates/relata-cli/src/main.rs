@@ -107,7 +107,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
         match cli.command {
             Command::Migrate => pipeline::migrate(&config).await.map(|()| 0),
             Command::Ingest(args) => pipeline::ingest_cmd(&config, args).await,
-            Command::Worker(args) => pipeline::worker(&config, args).await.map(|()| 0),
+            Command::Worker(args) => pipeline::worker(&config, args).await,
             Command::Status { json } => pipeline::status(&config, json).await.map(|()| 0),
             Command::Export { all_versions } => {
                 pipeline::export(&config, all_versions).await.map(|()| 0)

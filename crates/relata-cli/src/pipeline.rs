@@ -201,8 +201,12 @@ pub struct WorkerArgs {
     pub exit_when_idle: Option<u64>,
 }
 
+/// Exit code of a worker that stopped because the provider refuses the deployment
+/// (`RELATA_WORKER_ON_PROVIDER_REFUSAL=exit`); its jobs are still queued.
+pub const EXIT_PROVIDER_REFUSED: u8 = 3;
+
 /// `relata worker`.
-pub async fn worker(config: &Config, args: WorkerArgs) -> Result<()> {
+pub async fn worker(config: &Config, args: WorkerArgs) -> Result<u8> {
     let mut settings = config.worker(args.task)?;
     if let Some(c) = args.concurrency {
         if c == 0 {
@@ -237,10 +241,20 @@ pub async fn worker(config: &Config, args: WorkerArgs) -> Result<()> {
         job_metrics,
         readiness,
     ));
-    let summary = worker.run(shutdown_signal()).await?;
+    let run = worker.run(shutdown_signal()).await;
     server.abort();
-    tracing::info!(?summary, "worker stopped");
-    Ok(())
+    match run {
+        Ok(summary) => {
+            tracing::info!(?summary, "worker stopped");
+            Ok(0)
+        }
+        Err(e @ relata_worker::WorkerError::ProviderRefused(_)) => {
+            tracing::error!(error = %e, exit = EXIT_PROVIDER_REFUSED, "worker stopped");
+            eprintln!("error: {e}");
+            Ok(EXIT_PROVIDER_REFUSED)
+        }
+        Err(e) => Err(e.into()),
+    }
 }
 
 async fn shutdown_signal() {

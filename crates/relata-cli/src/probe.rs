@@ -3,15 +3,16 @@
 //! Three steps, each printed as `ok`, `warn` or `FAILED` with a remedy: the endpoint is
 //! reachable (`GET {url}/models`), the model is listed, and one tiny structured request in
 //! the configured dialect round-trips (the answer is the contract's JSON, as judged by the
-//! gate). Exit 0 only when that request round-trips; 1 when a step failed; 2 when the
-//! configuration is unusable.
+//! gate). Exit 0 only when every step passed (a model missing from the list is a warning);
+//! 1 when any step failed, even if a later one passed; 2 when the configuration is
+//! unusable. Each remedy follows from what was actually seen: a server that answers
+//! slowly is not told to check whether it is running.
 
 use std::process::ExitCode;
 
 use relata_core::{Reason, Task};
 use relata_model::{
-    Dialect, ErrorClass, ModelClient, ModelConfig, ModelError, ModelMetrics, TransportKind,
-    extract_messages,
+    Dialect, ModelClient, ModelConfig, ModelError, ModelMetrics, TransportKind, extract_messages,
 };
 use relata_validate::{GateConfig, judge_extract};
 
@@ -106,6 +107,7 @@ async fn probe(client: &ModelClient) -> bool {
     );
 
     // 1. Reachable.
+    let mut failed = false;
     let listed = match client.list_models().await {
         Ok(models) => {
             step(
@@ -121,17 +123,24 @@ async fn probe(client: &ModelClient) -> bool {
                 "reachable",
                 &format!("GET {}: {e}", cfg.models_url()),
             );
+            failed = true;
             match &e {
-                ModelError::Transport { .. } => {
-                    remedy(
-                        "is the server running and listening there? RELATA_MODEL_URL is the base URL, e.g. http://127.0.0.1:11434/v1",
-                    );
+                ModelError::Transport { kind, .. } => {
+                    remedy(&transport_remedy(*kind, cfg));
                     return false;
                 }
                 ModelError::Permanent {
                     status: 401 | 403, ..
                 } => {
                     remedy("check the key in RELATA_MODEL_API_KEY or RELATA_MODEL_API_KEY_FILE");
+                    return false;
+                }
+                ModelError::Permanent {
+                    status: 300..=399, ..
+                } => {
+                    remedy(
+                        "set RELATA_MODEL_URL to the URL the redirect names (relata never follows redirects: the document text goes to the configured endpoint or nowhere)",
+                    );
                     return false;
                 }
                 ModelError::Permanent { status: 404, .. } => remedy(
@@ -186,7 +195,7 @@ async fn probe(client: &ModelClient) -> bool {
                     cfg.dialect
                 ),
             );
-            remedy(&structured_remedy(&e, cfg.dialect));
+            remedy(&structured_remedy(&e, cfg));
             return false;
         }
     };
@@ -222,11 +231,36 @@ async fn probe(client: &ModelClient) -> bool {
             judgement.rejections().len()
         ),
     );
-    true
+    !failed
 }
 
-fn structured_remedy(e: &ModelError, dialect: Dialect) -> String {
-    match (e, dialect) {
+/// What to do about a transport failure, from what was seen: no listener, no name, no
+/// answer in time, a broken handshake, a cut connection, or a server answering an error.
+fn transport_remedy(kind: TransportKind, cfg: &ModelConfig) -> String {
+    match kind {
+        TransportKind::ConnectRefused => "is the server running and listening there? RELATA_MODEL_URL is the base URL, e.g. http://127.0.0.1:11434/v1".to_owned(),
+        TransportKind::Dns => "the host name in RELATA_MODEL_URL does not resolve: check its spelling and the machine's DNS".to_owned(),
+        TransportKind::ConnectTimeout => format!(
+            "no connection within {} ms (RELATA_MODEL_CONNECT_TIMEOUT_MS): a wrong host or port, or a firewall dropping packets",
+            cfg.connect_timeout_ms
+        ),
+        TransportKind::Timeout => format!(
+            "the server accepted the connection but did not answer within {} ms: it is running but slow or busy; raise RELATA_MODEL_REQUEST_TIMEOUT_MS (a small model on CPU can take 5-25 s per request) or check its load",
+            cfg.request_timeout_ms
+        ),
+        TransportKind::Tls => "the TLS handshake failed: check http:// against https:// in RELATA_MODEL_URL, and the server's certificate".to_owned(),
+        TransportKind::Reset | TransportKind::BodyCutOff => "the connection was cut before a whole answer arrived: a proxy in between, or a server crashing on the request? check its logs".to_owned(),
+        TransportKind::Http429 => "the server is rate-limiting this key: wait, or raise the key's limits".to_owned(),
+        k if k.as_str().starts_with("http_") => format!(
+            "the server is running but answered {}: check its logs",
+            k.as_str().replace('_', " ").to_uppercase()
+        ),
+        _ => "the request failed below HTTP: check the server's logs and the network".to_owned(),
+    }
+}
+
+fn structured_remedy(e: &ModelError, cfg: &ModelConfig) -> String {
+    match (e, cfg.dialect) {
         (
             ModelError::Transport {
                 kind: TransportKind::Http500,
@@ -246,19 +280,19 @@ fn structured_remedy(e: &ModelError, dialect: Dialect) -> String {
         (ModelError::Permanent { status: 404, .. }, _) => {
             "model or route not found: check RELATA_MODEL_NAME and that RELATA_MODEL_URL ends in /v1".to_owned()
         }
-        (
-            ModelError::Transport {
-                kind: TransportKind::Timeout,
-                ..
-            },
-            _,
-        ) => "raise RELATA_MODEL_REQUEST_TIMEOUT_MS: a small model on CPU can take 5-25 s per request".to_owned(),
+        (ModelError::Permanent { status: 300..=399, .. }, _) => {
+            "set RELATA_MODEL_URL to the URL the redirect names (relata never follows redirects)".to_owned()
+        }
+        (ModelError::Permanent { status: 200, .. }, _) => {
+            "something other than the model server answered (see what came back above): check RELATA_MODEL_URL and any proxy in between".to_owned()
+        }
         (ModelError::InvalidOutput { reason: Reason::Truncated, .. }, _) => {
             "the answer hit the token limit: the model rambles; a dialect with the schema (json_schema, json_object_schema) usually stops it".to_owned()
         }
-        (e, _) if e.class() == ErrorClass::Transport => {
-            "the server or the network failed: check the server's logs and try again".to_owned()
+        (ModelError::InvalidOutput { reason: Reason::Refusal, .. }, _) => {
+            "the model or the provider's filter refused the probe document: the provider's content policy, not relata, decided".to_owned()
         }
+        (ModelError::Transport { kind, .. }, _) => transport_remedy(*kind, cfg),
         _ => "see the message above".to_owned(),
     }
 }

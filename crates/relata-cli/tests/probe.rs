@@ -154,3 +154,60 @@ async fn the_key_is_sent_but_never_printed() {
         Some("Bearer sk-probe-SENTINEL-123456")
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn any_failed_step_makes_the_probe_exit_non_zero() {
+    // The model list is refused but the structured request round-trips: still a failure.
+    let server = fake(FakeOptions {
+        models_behaviour: Some(Behaviour::error(404, "no model list here")),
+        ..FakeOptions::default()
+    })
+    .await;
+    let (code, out) = probe(env(&server), vec![]).await;
+    assert!(out.contains("FAILED reachable"), "{out}");
+    assert!(out.contains("ok     structured"), "{out}");
+    assert_eq!(code, 1, "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_server_is_told_it_is_slow_not_asked_if_it_runs() {
+    let server = fake(FakeOptions {
+        models_behaviour: Some(
+            Behaviour::json(200, &serde_json::json!({"data": []}))
+                .delayed(std::time::Duration::from_secs(3)),
+        ),
+        ..FakeOptions::default()
+    })
+    .await;
+    let mut e = env(&server);
+    e.push(("RELATA_MODEL_REQUEST_TIMEOUT_MS", "300".into()));
+    let (code, out) = probe(e, vec![]).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("FAILED reachable"), "{out}");
+    assert!(out.contains("running but slow"), "{out}");
+    assert!(out.contains("RELATA_MODEL_REQUEST_TIMEOUT_MS"), "{out}");
+    assert!(!out.contains("is the server running"), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redirect_is_named_with_its_target_and_never_followed() {
+    let target = fake(FakeOptions::default()).await;
+    let location = format!("{}/models", target.base_url());
+    let server = fake(FakeOptions {
+        models_behaviour: Some(Behaviour::redirect(308, &location)),
+        default: Behaviour::redirect(308, &format!("{}/chat/completions", target.base_url())),
+        ..FakeOptions::default()
+    })
+    .await;
+    let (code, out) = probe(env(&server), vec![]).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains(&location), "{out}");
+    assert!(
+        out.contains("set RELATA_MODEL_URL to the URL the redirect names"),
+        "{out}"
+    );
+    assert!(
+        target.requests().is_empty(),
+        "the probe followed the redirect"
+    );
+}

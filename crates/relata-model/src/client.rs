@@ -12,10 +12,10 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::config::{ConfigError, Dialect, ModelConfig};
-use crate::error::{ModelError, TransportKind, classify_status};
+use crate::error::{ModelError, TransportKind, classify_status, redirect};
 use crate::metrics::{
     InvalidOutput, ModelMetrics, ProviderRefused, RequestFinished, RequestOutcome, TokensUsed,
-    TransportFailed,
+    TransportFailed, UsageIgnored,
 };
 use crate::prompt::{
     ClassifyClaim, Messages, SchemaRef, SchemaRegistry, classify_messages, extract_messages,
@@ -27,8 +27,8 @@ use crate::wire::{Usage, decode, request_body, schema_sent, schema_sha256};
 pub const EXCERPT_CHARS: usize = 600;
 /// Longest provider message kept in an error.
 pub const MESSAGE_CHARS: usize = 500;
-/// Longest transport detail kept in an error.
-const DETAIL_CHARS: usize = 300;
+/// Longest transport or invalid-output detail kept in an error or a log line.
+pub const DETAIL_CHARS: usize = 300;
 
 /// A usable answer: the raw content for the gate to judge.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,6 +110,7 @@ pub struct ModelClient {
 struct AttemptError {
     error: ModelError,
     usage: Option<Usage>,
+    usage_ignored: Option<String>,
     content: Option<String>,
     finish_reason: Option<String>,
 }
@@ -119,10 +120,18 @@ impl From<ModelError> for AttemptError {
         AttemptError {
             error,
             usage: None,
+            usage_ignored: None,
             content: None,
             finish_reason: None,
         }
     }
+}
+
+/// A completion with what the attempt's events need beside it.
+#[derive(Debug)]
+struct Answer {
+    completion: Completion,
+    usage_ignored: Option<String>,
 }
 
 fn millis(d: Duration) -> u64 {
@@ -139,6 +148,9 @@ impl ModelClient {
         let http = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout())
             .user_agent(concat!("relata/", env!("CARGO_PKG_VERSION")))
+            // The request carries document text: it goes to the configured endpoint or
+            // nowhere. A redirect comes back as its own status and is refused.
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| ConfigError::Invalid {
                 name: "RELATA_MODEL_URL",
@@ -167,6 +179,17 @@ impl ModelClient {
             self.config.prompt_version(task),
             &self.config.model,
         )
+    }
+
+    /// A detail (of a rejection, a failure) bounded and redacted for a log line.
+    pub fn detail(&self, text: &str) -> String {
+        excerpt(text, DETAIL_CHARS, self.config.api_key.as_ref())
+    }
+
+    /// Count one rejection of model output by the gate and log it with its detail
+    /// (bounded and redacted here). See [`crate::record_invalid_output`].
+    pub fn record_invalid_output(&self, task: Task, reason: Reason, detail: &str) {
+        crate::record_invalid_output(&self.metrics, task, reason, &self.detail(detail));
     }
 
     /// A bounded, redacted excerpt of model content, for stored diagnostics.
@@ -328,12 +351,15 @@ impl ModelClient {
             attempt: n,
         }
         .emit(&self.metrics);
-        let usage = match &result {
-            Ok(c) => c.usage,
-            Err(e) => e.usage,
+        let (usage, usage_ignored) = match &result {
+            Ok(a) => (a.completion.usage, a.usage_ignored.as_deref()),
+            Err(e) => (e.usage, e.usage_ignored.as_deref()),
         };
         if let Some(usage) = usage {
             TokensUsed { task, usage }.emit(&self.metrics);
+        }
+        if let Some(why) = usage_ignored {
+            UsageIgnored { task, why }.emit(&self.metrics);
         }
         if let Err(e) = &result {
             match &e.error {
@@ -350,17 +376,18 @@ impl ModelClient {
                     message,
                 }
                 .emit(),
-                ModelError::InvalidOutput { reason, .. } => InvalidOutput {
+                ModelError::InvalidOutput { reason, detail } => InvalidOutput {
                     task,
                     reason: *reason,
+                    detail: &self.detail(detail),
                 }
                 .emit(&self.metrics),
             }
         }
-        result
+        result.map(|a| a.completion)
     }
 
-    async fn send(&self, body: &Value) -> Result<Completion, AttemptError> {
+    async fn send(&self, body: &Value) -> Result<Answer, AttemptError> {
         let mut request = self.http.post(self.config.chat_url()).json(body);
         if let Some(key) = &self.config.api_key {
             request = request.bearer_auth(key.expose());
@@ -375,6 +402,17 @@ impl ModelClient {
             .get(reqwest::header::RETRY_AFTER)
             .and_then(|v| v.to_str().ok())
             .and_then(parse_retry_after);
+        let header = |name| {
+            response
+                .headers()
+                .get(name)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        };
+        let content_type = header(reqwest::header::CONTENT_TYPE);
+        let location = header(reqwest::header::LOCATION);
+        if (300..400).contains(&status) {
+            return Err(self.bounded(redirect(status, location.as_deref())).into());
+        }
         let (bytes, overflow) = self.read_bounded(response).await?;
 
         if !(200..300).contains(&status) {
@@ -391,30 +429,49 @@ impl ModelClient {
             }
             .into());
         }
-        let decoded = decode(&bytes);
+        let decoded = decode(&bytes, content_type.as_deref());
         let error = match decoded.result {
             Ok(content) => {
-                return Ok(Completion {
-                    content,
-                    usage: decoded.usage,
-                    finish_reason: decoded.finish_reason,
+                return Ok(Answer {
+                    completion: Completion {
+                        content,
+                        usage: decoded.usage,
+                        finish_reason: decoded.finish_reason,
+                    },
+                    usage_ignored: decoded.usage_ignored,
                 });
             }
             Err(e) => e,
         };
-        let error = match error {
-            ModelError::Permanent { status, message } => ModelError::Permanent {
-                status,
-                message: excerpt(&message, MESSAGE_CHARS, self.config.api_key.as_ref()),
-            },
-            other => other,
-        };
         Err(AttemptError {
-            error,
+            error: self.bounded(error),
             usage: decoded.usage,
+            usage_ignored: decoded.usage_ignored,
             content: decoded.content,
             finish_reason: decoded.finish_reason,
         })
+    }
+
+    /// The provider's words in an error, bounded and redacted: they are logged, stored
+    /// and shown.
+    fn bounded(&self, error: ModelError) -> ModelError {
+        let key = self.config.api_key.as_ref();
+        match error {
+            ModelError::Permanent { status, message } => ModelError::Permanent {
+                status,
+                message: excerpt(&message, MESSAGE_CHARS, key),
+            },
+            ModelError::Transport {
+                kind,
+                retry_after,
+                detail,
+            } => ModelError::Transport {
+                kind,
+                retry_after,
+                detail: excerpt(&detail, MESSAGE_CHARS, key),
+            },
+            other => other,
+        }
     }
 
     /// Read the body, stopping at the bound. Returns the bytes read and whether the body
@@ -473,6 +530,35 @@ impl ModelClient {
         transport(kind, detail).into()
     }
 
+    /// Does the provider still refuse this deployment? One tiny chat request (one token,
+    /// no document text, no schema), not retried and not counted as a model call: a
+    /// worker paused by a refusal asks this on a slow schedule and resumes on `Ok`.
+    ///
+    /// `Ok` when the provider answered without refusing — whatever it said, even a
+    /// truncated answer, shows the key and the model are accepted. Any failure is
+    /// returned, classified; the caller resumes only on `Ok`, since a transport failure
+    /// proves nothing about the key.
+    pub async fn check_provider(&self) -> Result<(), ModelError> {
+        let body = serde_json::json!({
+            "model": self.config.model,
+            "messages": [{"role": "user", "content": "Reply with {}."}],
+            "max_tokens": 1,
+            "stream": false,
+        });
+        let sent = tokio::time::timeout(self.config.request_timeout(), self.send(&body)).await;
+        match sent {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => match e.error {
+                ModelError::InvalidOutput { .. } => Ok(()),
+                other => Err(other),
+            },
+            Err(_) => Err(transport(
+                TransportKind::Timeout,
+                "no answer within the request timeout".into(),
+            )),
+        }
+    }
+
     /// `GET {url}/models`: the ids the endpoint lists. Not retried (an operator tool).
     pub async fn list_models(&self) -> Result<Vec<String>, ModelError> {
         let mut request = self.http.get(self.config.models_url());
@@ -485,6 +571,13 @@ impl ModelClient {
                 .await
                 .map_err(|e| self.reqwest_error(&e, false).error)?;
             let status = response.status().as_u16();
+            if (300..400).contains(&status) {
+                let location = response
+                    .headers()
+                    .get(reqwest::header::LOCATION)
+                    .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+                return Err(self.bounded(redirect(status, location.as_deref())));
+            }
             let (bytes, _) = self.read_bounded(response).await.map_err(|e| e.error)?;
             if !(200..300).contains(&status) {
                 return Err(classify_status(status, None, self.provider_message(&bytes)));

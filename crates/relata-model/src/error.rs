@@ -197,10 +197,29 @@ impl ModelError {
         }
     }
 
-    /// Is this an authentication/authorisation or model-not-found failure — the kind that
-    /// readiness should report?
+    /// Does this failure say the *deployment* is misconfigured — a rejected key (401, 403),
+    /// a model or route that does not exist (404), an endpoint that has moved (3xx) —
+    /// rather than that one request was bad? Every job would fail the same way, so a
+    /// worker stops taking jobs instead of dead-lettering its backlog one by one.
     pub fn is_configuration_failure(&self) -> bool {
-        matches!(self, ModelError::Permanent { status, .. } if matches!(status, 401 | 403 | 404))
+        matches!(self, ModelError::Permanent { status, .. }
+            if matches!(status, 401 | 403 | 404 | 300..=399))
+    }
+}
+
+/// A redirect from the model endpoint. Never followed: the request carries the document
+/// text, and the configured endpoint is the only place it may go (a 307/308 would re-send
+/// it to wherever the redirect points; a 301/302 would turn the POST into a GET).
+pub(crate) fn redirect(status: u16, location: Option<&str>) -> ModelError {
+    let target = match location {
+        Some(l) if !l.trim().is_empty() => l.trim(),
+        _ => "(no Location header)",
+    };
+    ModelError::Permanent {
+        status,
+        message: format!(
+            "the model endpoint redirected (HTTP {status}) to {target}; relata does not follow redirects, so that document text goes only to the configured endpoint: set RELATA_MODEL_URL to the final URL"
+        ),
     }
 }
 
@@ -239,6 +258,8 @@ mod tests {
             assert!(!e.is_retryable());
         }
         assert!(classify_status(401, None, String::new()).is_configuration_failure());
+        assert!(redirect(307, Some("http://elsewhere/v1")).is_configuration_failure());
+        assert!(!classify_status(400, None, String::new()).is_configuration_failure());
     }
 
     #[test]

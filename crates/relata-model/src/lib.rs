@@ -16,9 +16,38 @@
 //!
 //! | class | what | handled |
 //! |---|---|---|
-//! | [`ModelError::Transport`] | connect refused/reset, DNS, TLS, connect or request timeout, body cut off, 408, 429, 500, 502, 503, 504 | retried here with backoff and jitter (honouring `Retry-After`, capped), bounded in attempts and elapsed time; then the worker requeues |
-//! | [`ModelError::Permanent`] | 400, 401, 403, 404, 413, 422, any other status; a 200 that is not a chat completion | never retried; the provider's message is kept, bounded and redacted |
-//! | [`ModelError::InvalidOutput`] | a 200 whose content is unusable: `finish_reason = length` (`truncated`), a `refusal`, no content (`empty`), a body over the bound (`too_large`) | counted once, never retried |
+//! | [`ModelError::Transport`] | connect refused/reset, DNS, TLS, connect or request timeout, body cut off, 408, 429, 500, 502, 503, 504; a 200 whose body is `{"error": …}` with one of those codes | retried here with backoff and jitter (honouring `Retry-After`, capped), bounded in attempts and elapsed time; then the worker requeues |
+//! | [`ModelError::Permanent`] | 400, 401, 403, 404, 413, 422, any other status; a redirect (3xx, never followed); a 200 whose body is `{"error": …}` with such a code; a 200 that is not a readable chat completion (see below) | never retried; the provider's message is kept, bounded and redacted. 401, 403, 404 and 3xx are [configuration failures](ModelError::is_configuration_failure): the worker pauses instead of dead-lettering |
+//! | [`ModelError::InvalidOutput`] | a 200 whose content is unusable: `finish_reason = length` (`truncated`), a `refusal` or `finish_reason = content_filter` (`refusal`), no content (`empty`), a body over the bound (`too_large`), content that is not a string (`schema`) or not valid UTF-8 (`not_json`) | counted once, never retried |
+//!
+//! # Redirects
+//!
+//! The request carries document text, and the configured endpoint is the only place it
+//! may go. reqwest is built with redirects off: a 307/308 would re-send the prompt to
+//! wherever the redirect points, a 301/302/303 would turn the POST into a GET. A redirect
+//! is a permanent error naming its status and target, with the remedy (set
+//! `RELATA_MODEL_URL` to the final URL).
+//!
+//! # A broken 200: whose defect is it?
+//!
+//! A defect inside `choices[0].message.content` is the model's: invalid output, counted
+//! and recorded once, with an excerpt. A body that cannot be read as a chat completion is
+//! the provider's (or a proxy's): a permanent provider error naming what came back, not
+//! counted as invalid output. Decided once, in `wire::decode`:
+//!
+//! | what came back with HTTP 200 | decided as | why |
+//! |---|---|---|
+//! | `finish_reason: "content_filter"` | invalid output `refusal`; the content is not kept, not even as an excerpt | the provider withheld the answer |
+//! | `{"error": {"code"/"type"/"status": …, "message": …}}` and no `choices` | the class of that code as an HTTP status (`invalid_api_key` → 401, `model_not_found` → 404, `rate_limit_exceeded` → 429, `503` → 503, …); an unknown code → permanent | the provider spoke, not the model |
+//! | content is an object, array, number or boolean | invalid output `schema` | the model's slot holds the wrong thing; relata judges text and does not re-serialise a value |
+//! | invalid UTF-8 inside the content string | invalid output `not_json` | the defect is in what the model wrote |
+//! | invalid UTF-8 anywhere else | provider error | the envelope itself is broken |
+//! | a duplicated key (`choices` twice, `content` twice) | provider error | which value is the answer is ambiguous, so none is used |
+//! | HTML (`text/html` or a body starting with `<`) | provider error "an HTML page (a proxy, login or error page?)" | not the model server |
+//! | an SSE stream (`text/event-stream`, `data:` lines) | provider error | relata asks with `"stream": false`; something ignored it |
+//! | empty body, truncated JSON, JSON of another shape | provider error naming it | not a chat completion |
+//! | no `choices`, empty `choices` | invalid output `empty` | a well-formed answer with nothing in it |
+//! | `usage` negative, fractional, not an object, or above [`MAX_USAGE_TOKENS`] | the answer is kept; usage is not counted or stored (`relata_model_usage_ignored_total`) | a broken counter must not discard a valid answer nor poison `relata_model_tokens_total` or a `bigint` column |
 //!
 //! Workers ask the error ([`ModelError::class`], [`ModelError::is_retryable`]); they never
 //! look at a status code.
@@ -85,7 +114,9 @@
 //! [`ModelMetrics::register`] adds `relata_model_requests_total{task,outcome}` (one per
 //! HTTP request), `relata_model_request_duration_seconds{task}`,
 //! `relata_model_tokens_total{task,kind}`, `relata_model_transport_errors_total{task,kind}`
-//! (one per failed attempt) and `relata_model_invalid_output_total{task,reason}`.
+//! (one per failed attempt), `relata_model_invalid_output_total{task,reason}` (its log line
+//! carries the rejection's detail, bounded and redacted) and
+//! `relata_model_usage_ignored_total{task}`.
 
 mod client;
 mod config;
@@ -95,7 +126,9 @@ mod prompt;
 mod redact;
 mod wire;
 
-pub use client::{CallOutcome, CallRecord, Completion, EXCERPT_CHARS, ModelCall, ModelClient};
+pub use client::{
+    CallOutcome, CallRecord, Completion, DETAIL_CHARS, EXCERPT_CHARS, ModelCall, ModelClient,
+};
 pub use config::{ConfigError, Dialect, ModelConfig};
 pub use error::{ErrorClass, ModelError, TransportKind};
 pub use metrics::{InvalidOutput, ModelMetrics, RequestOutcome, record_invalid_output};
@@ -105,4 +138,4 @@ pub use prompt::{
     prompt_version, sent_bounds,
 };
 pub use redact::{ApiKey, REDACTED, excerpt, redact};
-pub use wire::{Usage, response_format, schema_sent, schema_sha256};
+pub use wire::{MAX_USAGE_TOKENS, Usage, response_format, schema_sent, schema_sha256};

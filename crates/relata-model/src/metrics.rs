@@ -57,6 +57,7 @@ pub struct ModelMetrics {
     tokens: Family<Labels2, Counter>,
     transport_errors: Family<Labels2, Counter>,
     invalid_output: Family<Labels2, Counter>,
+    usage_ignored: Family<Labels1, Counter>,
 }
 
 fn duration_histogram() -> Histogram {
@@ -73,6 +74,7 @@ impl Default for ModelMetrics {
             tokens: Family::default(),
             transport_errors: Family::default(),
             invalid_output: Family::default(),
+            usage_ignored: Family::default(),
         }
     }
 }
@@ -105,6 +107,11 @@ impl ModelMetrics {
             "relata_model_invalid_output",
             "Model outputs rejected (whole responses at envelope or syntax level, or single rows), by reason",
             m.invalid_output.clone(),
+        );
+        registry.register(
+            "relata_model_usage_ignored",
+            "Responses whose reported token usage was nonsensical (negative, fractional, above any context window) and was not counted",
+            m.usage_ignored.clone(),
         );
         m
     }
@@ -158,6 +165,28 @@ impl TokensUsed {
     }
 }
 
+/// The provider reported a usage no call can have; it is neither counted nor stored, and
+/// the answer it came with is kept.
+#[derive(Debug)]
+pub(crate) struct UsageIgnored<'a> {
+    pub task: Task,
+    /// Already bounded; holds numbers only.
+    pub why: &'a str,
+}
+
+impl UsageIgnored<'_> {
+    pub fn emit(&self, m: &ModelMetrics) {
+        tracing::warn!(
+            task = self.task.as_str(),
+            why = self.why,
+            "model provider reported nonsensical token usage; ignored"
+        );
+        m.usage_ignored
+            .get_or_create(&[("task", self.task.as_str())])
+            .inc();
+    }
+}
+
 /// One attempt failed in transport. Not a loss of data: it may be retried.
 #[derive(Debug)]
 pub(crate) struct TransportFailed<'a> {
@@ -205,16 +234,20 @@ impl ProviderRefused<'_> {
 
 /// Model output rejected for `reason`. Exactly one increment per rejection.
 #[derive(Debug)]
-pub struct InvalidOutput {
+pub struct InvalidOutput<'a> {
     pub task: Task,
     pub reason: Reason,
+    /// What was wrong, bounded and redacted by the caller: an operator reading the log
+    /// needs more than the reason.
+    pub detail: &'a str,
 }
 
-impl InvalidOutput {
+impl InvalidOutput<'_> {
     pub fn emit(&self, m: &ModelMetrics) {
         tracing::info!(
             task = self.task.as_str(),
             reason = self.reason.as_str(),
+            detail = self.detail,
             "model output rejected"
         );
         m.invalid_output
@@ -231,6 +264,14 @@ impl InvalidOutput {
 /// [`crate::ModelError::InvalidOutput`]; the worker calls it once for each entry of the
 /// gate's `Judgement::rejections()`. Never call it for an adapter `InvalidOutput` error:
 /// that one has been counted already.
-pub fn record_invalid_output(metrics: &ModelMetrics, task: Task, reason: Reason) {
-    InvalidOutput { task, reason }.emit(metrics);
+///
+/// `detail` is logged; pass it bounded and redacted ([`crate::ModelClient::detail`] does
+/// both).
+pub fn record_invalid_output(metrics: &ModelMetrics, task: Task, reason: Reason, detail: &str) {
+    InvalidOutput {
+        task,
+        reason,
+        detail,
+    }
+    .emit(metrics);
 }

@@ -122,15 +122,24 @@ pub fn request_body(
     body
 }
 
+/// The largest token count one call may report. Providers have sent negative counts and
+/// 2^64−1; a count above any real context window is a broken counter, and adding it to
+/// `relata_model_tokens_total` or a `bigint` column would poison both.
+pub const MAX_USAGE_TOKENS: u64 = 10_000_000;
+
 // The envelope comes from the server, not from the model: unknown fields are tolerated
 // (providers add `system_fingerprint`, `logprobs`, timings, ...). The content inside it is
-// the untrusted part, and it is handed to the gate as raw text.
+// the untrusted part, and it is handed to the gate as raw text. Struct decoding (not
+// `Value`) is deliberate: it refuses a duplicated key, where a `Value` would silently keep
+// the last one and let a second `choices` smuggle in another answer.
 #[derive(Debug, Deserialize)]
 struct Envelope {
     #[serde(default)]
-    choices: Vec<Choice>,
+    choices: Option<Vec<Choice>>,
     #[serde(default)]
-    usage: Option<Usage>,
+    usage: Option<Value>,
+    #[serde(default)]
+    error: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -143,8 +152,10 @@ struct Choice {
 
 #[derive(Debug, Deserialize)]
 struct Message {
+    // A `Value`, not a `String`: content that is not text is the model's slot holding the
+    // wrong thing (invalid output), not an unreadable envelope.
     #[serde(default)]
-    content: Option<String>,
+    content: Option<Value>,
     #[serde(default)]
     refusal: Option<Value>,
 }
@@ -153,41 +164,112 @@ struct Message {
 #[derive(Debug)]
 pub(crate) struct Decoded {
     pub usage: Option<Usage>,
+    /// Why a reported `usage` was ignored (bounded), when it was.
+    pub usage_ignored: Option<String>,
     /// The content (for excerpts) even when the outcome is an error.
     pub content: Option<String>,
     pub finish_reason: Option<String>,
     pub result: Result<String, ModelError>,
 }
 
-/// Decode a 200 body.
-pub(crate) fn decode(body: &[u8]) -> Decoded {
-    let envelope: Envelope = match serde_json::from_slice(body) {
-        Ok(e) => e,
-        Err(e) => {
-            return Decoded {
-                usage: None,
-                content: None,
-                finish_reason: None,
-                result: Err(ModelError::Permanent {
-                    status: 200,
-                    message: format!(
-                        "the response is not a chat completion envelope ({}); is RELATA_MODEL_URL an OpenAI-compatible /v1 base?",
-                        e.classify_name()
-                    ),
-                }),
-            };
-        }
-    };
-    let usage = envelope.usage;
-    let Some(choice) = envelope.choices.into_iter().next() else {
-        return Decoded {
-            usage,
+impl Decoded {
+    fn failed(error: ModelError) -> Decoded {
+        Decoded {
+            usage: None,
+            usage_ignored: None,
             content: None,
             finish_reason: None,
-            result: Err(ModelError::InvalidOutput {
+            result: Err(error),
+        }
+    }
+}
+
+/// A 200 whose body is not a chat completion: the provider (or something in front of it)
+/// answered, so it is a provider error naming what came back, never invalid model output.
+fn broken_envelope(what: impl std::fmt::Display) -> ModelError {
+    ModelError::Permanent {
+        status: 200,
+        message: format!(
+            "HTTP 200 but the body is {what}, not an OpenAI chat completion; is RELATA_MODEL_URL the server's OpenAI-compatible /v1 base?"
+        ),
+    }
+}
+
+/// Decode a 200 body. `content_type` is the response's `Content-Type`, when sent.
+///
+/// Which defects are the model's and which the provider's is decided here, once (the table
+/// is in the crate docs): a defect inside `choices[0].message.content` is invalid output;
+/// a body that is not a readable chat completion is a provider error.
+pub(crate) fn decode(body: &[u8], content_type: Option<&str>) -> Decoded {
+    let trimmed = body.trim_ascii_start();
+    let content_type = content_type.unwrap_or("").to_ascii_lowercase();
+    if trimmed.is_empty() {
+        return Decoded::failed(broken_envelope("empty"));
+    }
+    if content_type.contains("text/event-stream")
+        || trimmed.starts_with(b"data:")
+        || trimmed.starts_with(b"event:")
+    {
+        return Decoded::failed(broken_envelope(
+            "a server-sent event stream (relata asks with \"stream\": false; the server or a proxy ignored it)",
+        ));
+    }
+    if content_type.contains("text/html") || trimmed.starts_with(b"<") {
+        return Decoded::failed(broken_envelope(
+            "an HTML page (a proxy, login or error page?)",
+        ));
+    }
+    let lossy;
+    let (text, invalid_utf8_at) = match std::str::from_utf8(body) {
+        Ok(t) => (t, None),
+        Err(e) => {
+            lossy = String::from_utf8_lossy(body);
+            (lossy.as_ref(), Some(e.valid_up_to()))
+        }
+    };
+    let envelope: Envelope = match serde_json::from_str(text) {
+        Ok(e) => e,
+        Err(e) => {
+            let what = match e.classify() {
+                serde_json::error::Category::Data
+                    if e.to_string().starts_with("duplicate field") =>
+                {
+                    format!(
+                        "ambiguous JSON ({e}): which value is the answer cannot be told, so none is used"
+                    )
+                }
+                serde_json::error::Category::Data => format!("JSON of an unexpected shape ({e})"),
+                other => format!("{} ({e})", category_name(other)),
+            };
+            return Decoded::failed(broken_envelope(what));
+        }
+    };
+    let (usage, usage_ignored) = match envelope.usage {
+        None | Some(Value::Null) => (None, None),
+        Some(v) => match bounded_usage(&v) {
+            Ok(u) => (Some(u), None),
+            Err(why) => (None, Some(why)),
+        },
+    };
+    let choices = envelope.choices.unwrap_or_default();
+    if let Some(error) = envelope
+        .error
+        .filter(|e| !e.is_null() && choices.is_empty())
+    {
+        return Decoded {
+            usage,
+            usage_ignored,
+            ..Decoded::failed(error_in_200(&error))
+        };
+    }
+    let Some(choice) = choices.into_iter().next() else {
+        return Decoded {
+            usage,
+            usage_ignored,
+            ..Decoded::failed(ModelError::InvalidOutput {
                 reason: Reason::Empty,
                 detail: "the response has no choices".into(),
-            }),
+            })
         };
     };
     let finish_reason = choice.finish_reason;
@@ -201,6 +283,51 @@ pub(crate) fn decode(body: &[u8]) -> Decoded {
         Some(Value::String(_)) => None,
         Some(other) => Some(other.to_string()),
     };
+    let (content, content_defect) = match content {
+        None | Some(Value::Null) => (None, None),
+        Some(Value::String(s)) if invalid_utf8_at.is_some() && s.contains('\u{FFFD}') => {
+            let at = invalid_utf8_at.unwrap_or(0);
+            (
+                Some(s),
+                Some(ModelError::InvalidOutput {
+                    reason: Reason::NotJson,
+                    detail: format!(
+                        "choices[0].message.content holds invalid UTF-8 (the body is valid up to byte {at})"
+                    ),
+                }),
+            )
+        }
+        Some(Value::String(s)) => (Some(s), None),
+        Some(other) => {
+            let kind = match &other {
+                Value::Object(_) => "an object",
+                Value::Array(_) => "an array",
+                Value::Number(_) => "a number",
+                _ => "a boolean",
+            };
+            (
+                Some(other.to_string()),
+                Some(ModelError::InvalidOutput {
+                    reason: Reason::Schema,
+                    detail: format!(
+                        "choices[0].message.content is {kind}, not a string; relata judges the text the model wrote and does not re-serialise a value"
+                    ),
+                }),
+            )
+        }
+    };
+    if content_defect.is_none() && invalid_utf8_at.is_some() {
+        // The bad bytes are outside the content: the envelope itself is broken.
+        return Decoded {
+            usage,
+            usage_ignored,
+            ..Decoded::failed(broken_envelope(format!(
+                "not valid UTF-8 outside the content (at byte {})",
+                invalid_utf8_at.unwrap_or(0)
+            )))
+        };
+    }
+    let filtered = finish_reason.as_deref() == Some("content_filter");
     let result = if let Some(r) = &refusal {
         Err(ModelError::InvalidOutput {
             reason: Reason::Refusal,
@@ -209,6 +336,16 @@ pub(crate) fn decode(body: &[u8]) -> Decoded {
                 r.chars().count()
             ),
         })
+    } else if filtered {
+        Err(ModelError::InvalidOutput {
+            reason: Reason::Refusal,
+            detail: format!(
+                "finish_reason = content_filter: the provider filtered the output ({} chars withheld)",
+                content.as_deref().map_or(0, |c| c.chars().count())
+            ),
+        })
+    } else if let Some(defect) = content_defect {
+        Err(defect)
     } else if finish_reason.as_deref() == Some("length") {
         Err(ModelError::InvalidOutput {
             reason: Reason::Truncated,
@@ -225,52 +362,278 @@ pub(crate) fn decode(body: &[u8]) -> Decoded {
     };
     Decoded {
         usage,
-        content: refusal.or(content),
+        usage_ignored,
+        // What the provider filtered is not kept, not even as an excerpt.
+        content: if filtered { None } else { refusal.or(content) },
         finish_reason,
         result,
     }
 }
 
-trait ClassifyName {
-    fn classify_name(&self) -> &'static str;
+/// `usage` when both counts are whole numbers within [`MAX_USAGE_TOKENS`]; otherwise why
+/// not. A missing count is 0 (some servers report only one).
+fn bounded_usage(v: &Value) -> Result<Usage, String> {
+    let Value::Object(map) = v else {
+        return Err(format!("usage is not an object: {}", short(v)));
+    };
+    let count = |name: &str| -> Result<u64, String> {
+        match map.get(name) {
+            None | Some(Value::Null) => Ok(0),
+            Some(n) => n
+                .as_u64()
+                .filter(|n| *n <= MAX_USAGE_TOKENS)
+                .ok_or_else(|| {
+                    format!(
+                        "usage.{name} = {} is not a count in 0..={MAX_USAGE_TOKENS}",
+                        short(n)
+                    )
+                }),
+        }
+    };
+    Ok(Usage {
+        prompt_tokens: count("prompt_tokens")?,
+        completion_tokens: count("completion_tokens")?,
+    })
 }
 
-impl ClassifyName for serde_json::Error {
-    fn classify_name(&self) -> &'static str {
-        match self.classify() {
-            serde_json::error::Category::Io => "io",
-            serde_json::error::Category::Syntax => "not JSON",
-            serde_json::error::Category::Data => "unexpected shape",
-            serde_json::error::Category::Eof => "incomplete JSON",
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    match s.char_indices().nth(40) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s,
+    }
+}
+
+/// What an `{"error": {...}}` body means, decided by its code the way the same error
+/// would be on its own status: the provider spoke, the model did not.
+fn error_in_200(error: &Value) -> ModelError {
+    let field = |name: &str| error.get(name).filter(|v| !v.is_null());
+    let message = match field("message").or(Some(error)) {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    };
+    let code = field("code").or_else(|| field("status"));
+    let kind = field("type").and_then(Value::as_str);
+    let status = code
+        .and_then(|c| match c {
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        })
+        .filter(|s| (400..600).contains(s))
+        .and_then(|s| u16::try_from(s).ok())
+        .or_else(|| {
+            [code.and_then(Value::as_str), kind]
+                .into_iter()
+                .flatten()
+                .find_map(status_of_error_code)
+        });
+    let named = code
+        .map(|c| match c {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .or_else(|| kind.map(str::to_owned))
+        .unwrap_or_else(|| "none".to_owned());
+    let message = format!("HTTP 200 carrying a provider error (code {named}): {message}");
+    match status {
+        Some(status) => crate::error::classify_status(status, None, message),
+        // An error nobody can classify is not retried: retrying the unknown would loop.
+        None => ModelError::Permanent {
+            status: 200,
+            message,
+        },
+    }
+}
+
+/// The HTTP status OpenAI-compatible providers send with these error codes and types.
+fn status_of_error_code(code: &str) -> Option<u16> {
+    Some(match code {
+        "invalid_api_key" | "authentication_error" | "unauthorized" | "invalid_authentication" => {
+            401
         }
+        "permission_denied" | "permission_error" | "forbidden" => 403,
+        "model_not_found" | "not_found_error" | "not_found" => 404,
+        "invalid_request_error" | "context_length_exceeded" | "bad_request" => 400,
+        "rate_limit_exceeded" | "rate_limit_error" | "too_many_requests" => 429,
+        "server_error" | "internal_error" | "internal_server_error" | "api_error" => 500,
+        "overloaded" | "overloaded_error" | "service_unavailable" => 503,
+        "timeout" | "request_timeout" => 408,
+        _ => return None,
+    })
+}
+
+fn category_name(c: serde_json::error::Category) -> &'static str {
+    match c {
+        serde_json::error::Category::Io => "unreadable",
+        serde_json::error::Category::Syntax => "not JSON",
+        serde_json::error::Category::Data => "JSON of an unexpected shape",
+        serde_json::error::Category::Eof => "incomplete JSON",
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ErrorClass;
 
     #[test]
     fn envelope_decoding_classifies_content() {
-        let ok = decode(br#"{"choices":[{"message":{"content":"{}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5},"extra":1}"#);
+        let ok = decode(br#"{"choices":[{"message":{"content":"{}"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5},"extra":1}"#, None);
         assert_eq!(ok.result.unwrap(), "{}");
         assert_eq!(ok.usage.unwrap().completion_tokens, 2);
-        let t =
-            decode(br#"{"choices":[{"message":{"content":"{\"a\""},"finish_reason":"length"}]}"#);
+        let t = decode(
+            br#"{"choices":[{"message":{"content":"{\"a\""},"finish_reason":"length"}]}"#,
+            None,
+        );
         assert_eq!(
             t.result.unwrap_err().invalid_reason(),
             Some(Reason::Truncated)
         );
-        let r = decode(br#"{"choices":[{"message":{"content":null,"refusal":"no"}}]}"#);
+        let r = decode(
+            br#"{"choices":[{"message":{"content":null,"refusal":"no"}}]}"#,
+            None,
+        );
         assert_eq!(
             r.result.unwrap_err().invalid_reason(),
             Some(Reason::Refusal)
         );
-        let e = decode(br#"{"choices":[{"message":{"content":"  "}}]}"#);
+        let e = decode(br#"{"choices":[{"message":{"content":"  "}}]}"#, None);
         assert_eq!(e.result.unwrap_err().invalid_reason(), Some(Reason::Empty));
-        let n = decode(br#"{"choices":[]}"#);
+        let n = decode(br#"{"choices":[]}"#, None);
         assert_eq!(n.result.unwrap_err().invalid_reason(), Some(Reason::Empty));
-        let p = decode(b"<html>");
+        let p = decode(b"<html>", None);
         assert_eq!(p.result.unwrap_err().status(), Some(200));
+    }
+
+    fn permanent_message(d: Decoded) -> String {
+        match d.result {
+            Err(ModelError::Permanent {
+                status: 200,
+                message,
+            }) => message,
+            other => panic!("expected a provider error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn each_broken_envelope_is_decided_once() {
+        // The envelope itself is broken: a provider error naming what came back.
+        let html = permanent_message(decode(b"  <!DOCTYPE html><p>login", Some("text/html")));
+        assert!(html.contains("an HTML page"), "{html}");
+        let sse = decode(
+            b"data: {\"choices\":[]}\n\ndata: [DONE]\n",
+            Some("text/event-stream"),
+        );
+        assert!(permanent_message(sse).contains("server-sent event stream"));
+        let dup = permanent_message(decode(
+            br#"{"choices":[{"message":{"content":"{}"}}],"choices":[{"message":{"content":"[]"}}]}"#,
+            None,
+        ));
+        assert!(dup.contains("duplicate field `choices`"), "{dup}");
+        assert!(permanent_message(decode(b"", None)).contains("empty"));
+        let outside = b"{\"id\":\"\xff\",\"choices\":[{\"message\":{\"content\":\"{}\"}}]}";
+        assert!(permanent_message(decode(outside, None)).contains("not valid UTF-8 outside"));
+
+        // The defect is inside the model's content: invalid output, with the content kept.
+        let object = decode(
+            br#"{"choices":[{"message":{"content":{"entities":[]}},"finish_reason":"stop"}]}"#,
+            None,
+        );
+        assert_eq!(object.content.as_deref(), Some(r#"{"entities":[]}"#));
+        assert_eq!(
+            object.result.unwrap_err().invalid_reason(),
+            Some(Reason::Schema)
+        );
+        let bad_utf8 = decode(
+            b"{\"choices\":[{\"message\":{\"content\":\"{\\\"a\\\":\xff}\"}}]}",
+            None,
+        );
+        assert_eq!(
+            bad_utf8.result.unwrap_err().invalid_reason(),
+            Some(Reason::NotJson)
+        );
+    }
+
+    #[test]
+    fn content_filter_is_a_refusal_and_its_content_is_not_kept() {
+        let d = decode(
+            br#"{"choices":[{"message":{"content":"{\"entities\":[]}"},"finish_reason":"content_filter"}]}"#,
+            None,
+        );
+        assert_eq!(
+            d.result.unwrap_err().invalid_reason(),
+            Some(Reason::Refusal)
+        );
+        assert_eq!(d.content, None);
+    }
+
+    #[test]
+    fn an_error_body_in_a_200_is_classified_by_its_code() {
+        let cases: [(&[u8], ErrorClass, Option<u16>); 6] = [
+            (
+                br#"{"error":{"message":"bad key","code":"invalid_api_key"}}"#,
+                ErrorClass::Permanent,
+                Some(401),
+            ),
+            (
+                br#"{"error":{"message":"no","code":403}}"#,
+                ErrorClass::Permanent,
+                Some(403),
+            ),
+            (
+                br#"{"error":{"message":"gone","type":"not_found_error","code":null}}"#,
+                ErrorClass::Permanent,
+                Some(404),
+            ),
+            (
+                br#"{"error":{"message":"busy","code":"503"}}"#,
+                ErrorClass::Transport,
+                Some(503),
+            ),
+            (
+                br#"{"error":{"message":"slow","type":"rate_limit_error"}}"#,
+                ErrorClass::Transport,
+                Some(429),
+            ),
+            (
+                br#"{"error":"something odd"}"#,
+                ErrorClass::Permanent,
+                Some(200),
+            ),
+        ];
+        for (body, class, status) in cases {
+            let e = decode(body, None).result.unwrap_err();
+            assert_eq!(e.class(), class, "{e}");
+            assert_eq!(e.status(), status, "{e}");
+            assert!(
+                e.to_string().contains("HTTP 200 carrying a provider error"),
+                "{e}"
+            );
+        }
+    }
+
+    #[test]
+    fn nonsensical_usage_is_ignored_and_the_answer_kept() {
+        for usage in [
+            r#"{"prompt_tokens":-5,"completion_tokens":7}"#,
+            r#"{"prompt_tokens":18446744073709551615,"completion_tokens":7}"#,
+            r#"{"prompt_tokens":1.5,"completion_tokens":7}"#,
+            r#""lots""#,
+        ] {
+            let body = format!(
+                r#"{{"choices":[{{"message":{{"content":"{{}}"}},"finish_reason":"stop"}}],"usage":{usage}}}"#
+            );
+            let d = decode(body.as_bytes(), None);
+            assert_eq!(d.result.unwrap(), "{}", "{usage}");
+            assert_eq!(d.usage, None, "{usage}");
+            assert!(d.usage_ignored.is_some(), "{usage}");
+        }
+        let d = decode(
+            br#"{"choices":[{"message":{"content":"{}"}}],"usage":{"prompt_tokens":10000000}}"#,
+            None,
+        );
+        assert_eq!(d.usage.unwrap().prompt_tokens, MAX_USAGE_TOKENS);
     }
 }

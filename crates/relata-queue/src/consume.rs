@@ -40,16 +40,19 @@ impl Broker {
         let first = self.open_consumer(task, prefetch).await?;
         let (tx, rx) = mpsc::channel(usize::from(prefetch));
         let (stop_tx, stop_rx) = oneshot::channel();
+        let (closed_tx, closed_rx) = oneshot::channel();
         let supervisor = Supervisor {
             broker: self.clone(),
             task,
             prefetch,
-            tx,
+            tx: Some(tx),
         };
-        tokio::spawn(supervisor.run(first, stop_rx));
+        let handle = tokio::spawn(supervisor.run(first, stop_rx, closed_rx));
         Ok(Deliveries {
             rx,
             stop: Some(stop_tx),
+            closed: Some(closed_tx),
+            supervisor: Some(handle),
         })
     }
 
@@ -81,10 +84,16 @@ impl Broker {
 
 /// The deliveries of one task's work queue. Ends only after [`Deliveries::stop`] (once
 /// the deliveries already received have been yielded) or when dropped.
+///
+/// The consumer's channel stays open (so deliveries can still be settled) until this is
+/// dropped or [`closed`](Deliveries::close).
 #[derive(Debug)]
 pub struct Deliveries {
     rx: mpsc::Receiver<Delivery>,
     stop: Option<oneshot::Sender<()>>,
+    /// Dropped when this is dropped: the supervisor then closes the channel.
+    closed: Option<oneshot::Sender<()>>,
+    supervisor: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl Deliveries {
@@ -94,6 +103,23 @@ impl Deliveries {
     pub fn stop(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
+        }
+    }
+}
+
+impl Deliveries {
+    /// Stop consuming and close the consumer's channel, waiting until it is closed.
+    /// Deliveries not settled by then are returned to the queue by the broker. Call it
+    /// after every delivery has been settled or dropped, and before closing the broker:
+    /// a channel left to close itself on drop races the connection's close, and lapin
+    /// reports that as a channel-state error on a clean shutdown.
+    pub async fn close(mut self) {
+        self.stop();
+        self.rx.close();
+        while self.rx.try_recv().is_ok() {}
+        drop(self.closed.take());
+        if let Some(handle) = self.supervisor.take() {
+            let _ = tokio::time::timeout(Duration::from_secs(5), handle).await;
         }
     }
 }
@@ -110,11 +136,34 @@ struct Supervisor {
     broker: Broker,
     task: Task,
     prefetch: u16,
-    tx: mpsc::Sender<Delivery>,
+    /// Taken (dropped) once consumption has stopped, which ends the stream.
+    tx: Option<mpsc::Sender<Delivery>>,
 }
 
 impl Supervisor {
-    async fn run(self, first: (Channel, lapin::Consumer), mut stop: oneshot::Receiver<()>) {
+    async fn run(
+        mut self,
+        first: (Channel, lapin::Consumer),
+        stop: oneshot::Receiver<()>,
+        closed: oneshot::Receiver<()>,
+    ) {
+        if let Some(channel) = self.consume(first, stop).await {
+            // The stream has ended; deliveries may still be settled on this channel
+            // until the owner lets go of it. Then close it here, explicitly, rather
+            // than letting lapin close it on drop in a race with the connection.
+            self.tx = None;
+            let _ = closed.await;
+            let _ = channel.close(200, "OK".into()).await;
+        }
+    }
+
+    /// Feed the stream until stopped; returns the last channel to close, if any.
+    async fn consume(
+        &self,
+        first: (Channel, lapin::Consumer),
+        mut stop: oneshot::Receiver<()>,
+    ) -> Option<Channel> {
+        let tx = self.tx.clone()?;
         let mut current = Some(first);
         let max_pause = Duration::from_millis(self.broker.inner.config.reconnect_max_delay_ms);
         loop {
@@ -131,8 +180,8 @@ impl Supervisor {
                         let pause = pauses.next().unwrap_or(max_pause);
                         tokio::select! {
                             _ = tokio::time::sleep(pause) => {}
-                            _ = &mut stop => return,
-                            _ = self.tx.closed() => return,
+                            _ = &mut stop => return None,
+                            _ = tx.closed() => return None,
                         }
                         match self.broker.open_consumer(self.task, self.prefetch).await {
                             Ok(c) => {
@@ -156,10 +205,10 @@ impl Supervisor {
                             .await
                         {
                             tracing::warn!(task = %self.task, error = %e, "basic.cancel failed");
-                            return;
+                            return Some(channel);
                         }
                     }
-                    _ = self.tx.closed() => return,
+                    _ = tx.closed() => return Some(channel),
                     next = consumer.next() => match next {
                         Some(Ok(d)) => {
                             let delivery = Delivery {
@@ -168,8 +217,8 @@ impl Supervisor {
                                 _channel: channel.clone(),
                                 broker: self.broker.clone(),
                             };
-                            if self.tx.send(delivery).await.is_err() {
-                                return;
+                            if tx.send(delivery).await.is_err() {
+                                return Some(channel);
                             }
                         }
                         Some(Err(e)) => {
@@ -180,7 +229,7 @@ impl Supervisor {
                 }
             }
             if stopping {
-                return;
+                return Some(channel);
             }
             tracing::warn!(task = %self.task, "consumer ended; reconnecting");
         }
@@ -298,6 +347,28 @@ impl Delivery {
         let published = self
             .broker
             .publish_confirmed(&exchange, &routing_key, &self.inner.data, props)
+            .await;
+        match published {
+            Ok(()) => self.ack().await,
+            Err(e) => {
+                self.requeue_after_failure(&e).await;
+                Err(e)
+            }
+        }
+    }
+
+    /// Put the job back at the tail of its work queue as it was — same attempt, a fresh
+    /// delivery count — then ack this delivery (a crash between the two duplicates the
+    /// job, never loses it). For a job that could not be tried at all (the provider
+    /// refuses the deployment): unlike [`requeue`](Delivery::requeue), this does not count
+    /// towards `x-delivery-limit`, so a misconfiguration cannot dead-letter a backlog.
+    /// If the copy cannot be published the delivery is requeued.
+    pub async fn return_unharmed(self) -> Result<(), QueueError> {
+        let queue = self.broker.inner.topology.work_queue(self.task);
+        let props = self.copy_properties(self.attempt(), None);
+        let published = self
+            .broker
+            .publish_confirmed("", &queue, &self.inner.data, props)
             .await;
         match published {
             Ok(()) => self.ack().await,

@@ -43,6 +43,14 @@ pub enum Behaviour {
     },
     /// Close the connection without writing anything.
     CloseImmediately {},
+    /// Answer with `status`, extra `headers` and a body of arbitrary bytes (invalid UTF-8
+    /// included), which [`Behaviour::Respond`]'s string body cannot carry.
+    RespondBytes {
+        status: u16,
+        #[serde(default)]
+        headers: Vec<(String, String)>,
+        body: Vec<u8>,
+    },
 }
 
 impl Behaviour {
@@ -72,6 +80,116 @@ impl Behaviour {
                 "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
             }),
         )
+    }
+
+    /// A 200 chat completion with `content` and a `usage` object as given (providers have
+    /// sent negative counts and 2^64−1).
+    pub fn completion_with_usage(content: &str, usage: Value) -> Behaviour {
+        Behaviour::json(
+            200,
+            &json!({
+                "id": "chatcmpl-fake",
+                "object": "chat.completion",
+                "choices": [{
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop"
+                }],
+                "usage": usage
+            }),
+        )
+    }
+
+    /// A 200 whose content the provider's filter stopped (`finish_reason: content_filter`).
+    pub fn content_filter(content: &str) -> Behaviour {
+        Behaviour::completion_with(json!(content), "content_filter")
+    }
+
+    /// A 200 whose body is a provider error (`{"error": {...}}`), as some gateways send.
+    pub fn error_in_200(code: Value, message: &str) -> Behaviour {
+        Behaviour::json(
+            200,
+            &json!({"error": {"message": message, "type": "fake_error", "code": code}}),
+        )
+    }
+
+    /// A redirect (`status` 301/302/307/308) to `location`, with no body.
+    pub fn redirect(status: u16, location: &str) -> Behaviour {
+        Behaviour::Respond {
+            status,
+            headers: vec![("Location".to_owned(), location.to_owned())],
+            body: String::new(),
+            delay_ms: 0,
+        }
+    }
+
+    /// A 200 HTML page, as a proxy's login or error page.
+    pub fn html_page() -> Behaviour {
+        Behaviour::Respond {
+            status: 200,
+            headers: vec![(
+                "Content-Type".to_owned(),
+                "text/html; charset=utf-8".to_owned(),
+            )],
+            body: "<!DOCTYPE html><html><body><h1>Sign in to continue</h1></body></html>".into(),
+            delay_ms: 0,
+        }
+    }
+
+    /// A 200 server-sent event stream of `content` (as a server that ignores
+    /// `"stream": false` sends).
+    pub fn sse_stream(content: &str) -> Behaviour {
+        let chunk = json!({
+            "object": "chat.completion.chunk",
+            "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": null}]
+        });
+        Behaviour::Respond {
+            status: 200,
+            headers: vec![("Content-Type".to_owned(), "text/event-stream".to_owned())],
+            body: format!("data: {chunk}\n\ndata: [DONE]\n\n"),
+            delay_ms: 0,
+        }
+    }
+
+    /// A 200 whose `choices[0].message.content` is a JSON value that is not a string.
+    pub fn content_value(content: Value) -> Behaviour {
+        Behaviour::completion_with(content, "stop")
+    }
+
+    /// A 200 chat completion whose content holds an invalid UTF-8 byte (0xFF) between
+    /// `before` and `after`.
+    pub fn invalid_utf8_content(before: &str, after: &str) -> Behaviour {
+        let marker = "\u{1}INVALID\u{1}";
+        let text = match Behaviour::completion(&format!("{before}{marker}{after}")) {
+            Behaviour::Respond { body, .. } => body,
+            _ => unreachable!("completion is a Respond"),
+        };
+        let escaped = serde_json::to_string(marker).unwrap_or_default();
+        let escaped = escaped.trim_matches('"');
+        let (head, tail) = text.split_once(escaped).unwrap_or((&text, ""));
+        let mut body = head.as_bytes().to_vec();
+        body.push(0xFF);
+        body.extend_from_slice(tail.as_bytes());
+        Behaviour::RespondBytes {
+            status: 200,
+            headers: Vec::new(),
+            body,
+        }
+    }
+
+    /// A 200 envelope with two `choices` keys: which one is the answer is ambiguous.
+    pub fn duplicate_choices(first: &str, second: &str) -> Behaviour {
+        let choice = |c: &str| json!([{"index": 0, "message": {"role": "assistant", "content": c}, "finish_reason": "stop"}]);
+        Behaviour::Respond {
+            status: 200,
+            headers: Vec::new(),
+            body: format!(
+                r#"{{"object":"chat.completion","choices":{},"choices":{}}}"#,
+                choice(first),
+                choice(second)
+            ),
+            delay_ms: 0,
+        }
     }
 
     /// A 200 chat completion that carries a `refusal` instead of content.
@@ -167,6 +285,9 @@ pub struct FakeOptions {
     pub routes: Vec<Route>,
     /// What to do once the scripted queue is empty and no route matches.
     pub default: Behaviour,
+    /// What `GET …/models` does instead of listing `models` (a server without a model
+    /// list, a slow one, a redirect). Not taken from the scripted queue.
+    pub models_behaviour: Option<Behaviour>,
 }
 
 /// A standing answer for requests whose body contains `needle`.
@@ -184,6 +305,7 @@ impl Default for FakeOptions {
             reject_json_schema_dialect: false,
             routes: Vec::new(),
             default: Behaviour::completion(r#"{"entities":[],"claims":[]}"#),
+            models_behaviour: None,
         }
     }
 }
@@ -409,6 +531,10 @@ async fn read_request(stream: &mut TcpStream) -> Option<RecordedRequest> {
 fn reason_phrase(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        301 => "Moved Permanently",
+        302 => "Found",
+        307 => "Temporary Redirect",
+        308 => "Permanent Redirect",
         400 => "Bad Request",
         401 => "Unauthorized",
         403 => "Forbidden",
@@ -427,9 +553,15 @@ fn reason_phrase(status: u16) -> &'static str {
 
 fn response_head(status: u16, headers: &[(String, String)], body_len: usize) -> String {
     let mut head = format!(
-        "HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {body_len}\r\nConnection: close\r\n",
+        "HTTP/1.1 {status} {}\r\nContent-Length: {body_len}\r\nConnection: close\r\n",
         reason_phrase(status)
     );
+    if !headers
+        .iter()
+        .any(|(n, _)| n.eq_ignore_ascii_case("content-type"))
+    {
+        head.push_str("Content-Type: application/json\r\n");
+    }
     for (n, v) in headers {
         head.push_str(n);
         head.push_str(": ");
@@ -444,11 +576,12 @@ async fn write_response(
     stream: &mut TcpStream,
     status: u16,
     headers: &[(String, String)],
-    body: &str,
+    body: impl AsRef<[u8]>,
 ) {
+    let body = body.as_ref();
     let head = response_head(status, headers, body.len());
     let _ = stream.write_all(head.as_bytes()).await;
-    let _ = stream.write_all(body.as_bytes()).await;
+    let _ = stream.write_all(body).await;
     let _ = stream.flush().await;
     let _ = stream.shutdown().await;
 }
@@ -477,6 +610,10 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
     lock(&shared.log).push(request.clone());
 
     if request.method == "GET" && request.path.ends_with("/models") {
+        if let Some(behaviour) = shared.options.models_behaviour.clone() {
+            act(stream, behaviour, InFlight::enter(&shared)).await;
+            return;
+        }
         let data: Vec<Value> = shared
             .options
             .models
@@ -569,6 +706,14 @@ async fn act(mut stream: TcpStream, behaviour: Behaviour, in_flight: InFlight<'_
             let _ = stream.set_zero_linger();
             drop(stream);
         }
+        Behaviour::RespondBytes {
+            status,
+            headers,
+            body,
+        } => {
+            drop(in_flight);
+            write_response(&mut stream, status, &headers, &body).await;
+        }
     }
 }
 
@@ -585,11 +730,28 @@ mod tests {
                 Behaviour::hang(),
                 Behaviour::reset_mid_body("{}"),
                 Behaviour::close_immediately(),
+                Behaviour::invalid_utf8_content("{", "}"),
+                Behaviour::redirect(307, "http://127.0.0.1:9/v1/chat/completions"),
             ],
         };
         let text = serde_json::to_string(&script).unwrap();
         let back: Script = serde_json::from_str(&text).unwrap();
         assert_eq!(back, script);
         assert!(serde_json::from_str::<Script>(r#"{"queue":[{"kind":"hang","x":1}]}"#).is_err());
+    }
+
+    #[test]
+    fn invalid_utf8_sits_inside_the_content_string() {
+        let Behaviour::RespondBytes { body, .. } = Behaviour::invalid_utf8_content("{\"a\":", "}")
+        else {
+            panic!("bytes");
+        };
+        assert!(std::str::from_utf8(&body).is_err());
+        let lossy = String::from_utf8_lossy(&body);
+        let v: Value = serde_json::from_str(&lossy).unwrap();
+        assert_eq!(
+            v.pointer("/choices/0/message/content").unwrap(),
+            "{\"a\":\u{FFFD}}"
+        );
     }
 }

@@ -2,8 +2,8 @@
 //!
 //! `/healthz` answers while the process runs. `/readyz` answers 200 only while the worker
 //! can do useful work: it has a broker consumer and a store connection, and the model
-//! endpoint has not answered with an authentication or model-not-found error (a worker
-//! with a bad key would otherwise dead-letter the whole queue while looking healthy).
+//! endpoint has not answered with an authentication, model-not-found or redirect error
+//! (such a worker pauses consumption; readiness says so, and clears when it resumes).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -33,7 +33,8 @@ impl Readiness {
         self.lock().consuming = on;
     }
 
-    /// The model endpoint refused us for a reason no retry fixes (401/403/404 model).
+    /// The model endpoint refuses the deployment (401/403/404/redirect); `None` once it
+    /// answers again.
     pub fn set_provider_blocked(&self, why: Option<String>) {
         self.lock().provider_blocked = why;
     }

@@ -17,6 +17,14 @@
 //!    requeueing the delivery if it stays unavailable;
 //! 6. only then settle the delivery.
 //!
+//! A provider that refuses the deployment itself (401, 403, model or route not found, a
+//! redirect) is not a per-job failure: the job is put back untried
+//! ([`relata_queue::Delivery::return_unharmed`], which does not count towards the
+//! delivery limit), the worker stops consuming, `/readyz` drops,
+//! `relata_worker_consumption_paused` goes to 1, and the provider is asked again on a
+//! slow, bounded schedule ([`OnProviderRefusal`]). A backlog waits in its queue instead of
+//! draining into dead letters.
+//!
 //! Invalid output is counted after its commit, so one rejection moves
 //! `relata_model_invalid_output_total` exactly once even when the commit had to be
 //! retried.
@@ -27,7 +35,8 @@ mod run;
 
 pub use http::{Readiness, router, serve};
 pub use metrics::{
-    ChecksConfigured, JobDeadLettered, JobFinished, JobMetrics, JobRetryScheduled, RowsCommitted,
+    ChecksConfigured, ConsumptionPaused, ConsumptionResumed, JobDeadLettered, JobFinished,
+    JobMetrics, JobRetryScheduled, RowsCommitted,
 };
 pub use run::{RunSummary, Worker, WorkerError, WorkerSettings};
 
@@ -48,5 +57,21 @@ relata_core::closed_enum! {
         Dead = "dead",
         /// The store stayed unavailable: the delivery was requeued.
         Requeued = "requeued",
+        /// The provider refuses this deployment (key, model, endpoint): the job was put
+        /// back untried, without counting a delivery, while the worker pauses.
+        Held = "held",
+    }
+}
+
+relata_core::closed_enum! {
+    /// What a worker does when the provider refuses the deployment itself (401, 403, model
+    /// or route not found, a redirect): every job would fail the same way.
+    pub enum OnProviderRefusal: "provider refusal policy" {
+        /// Stop consuming, keep the jobs queued, and ask the provider again on a slow,
+        /// bounded schedule; resume when it answers.
+        Pause = "pause",
+        /// Stop consuming, put the jobs back, and exit non-zero (for supervisors that
+        /// should restart or alert instead).
+        Exit = "exit",
     }
 }

@@ -53,6 +53,7 @@ pub struct JobMetrics {
     dead_lettered: Family<TaskReasonLabels, Counter>,
     rows_committed: Family<TaskKindLabels, Counter>,
     check_enabled: Family<CheckLabels, Gauge>,
+    paused: Family<TaskLabels, Gauge>,
 }
 
 fn job_duration_histogram() -> Histogram {
@@ -71,6 +72,7 @@ impl Default for JobMetrics {
             dead_lettered: Family::default(),
             rows_committed: Family::default(),
             check_enabled: Family::default(),
+            paused: Family::default(),
         }
     }
 }
@@ -108,7 +110,22 @@ impl JobMetrics {
             "1 when a validation check runs, 0 when it is switched off; severity as a label",
             m.check_enabled.clone(),
         );
+        registry.register(
+            "relata_worker_consumption_paused",
+            "1 while the worker has stopped consuming because the model provider refuses the deployment (key, model, endpoint); jobs stay queued",
+            m.paused.clone(),
+        );
         m
+    }
+
+    /// Export the pause gauge at 0 from the start, so that an alert on it never sees
+    /// "absent" where it should see "not paused".
+    pub fn consuming(&self, task: Task) {
+        self.paused
+            .get_or_create(&TaskLabels {
+                task: task.as_str(),
+            })
+            .set(0);
     }
 }
 
@@ -241,5 +258,53 @@ impl RowsCommitted {
                 })
                 .inc_by(self.count);
         }
+    }
+}
+
+/// The worker stopped consuming: the provider refuses the deployment. Loud: nothing moves
+/// until an operator fixes the key, the model name or the URL.
+#[derive(Debug)]
+pub struct ConsumptionPaused<'a> {
+    pub task: Task,
+    /// The provider's refusal, already bounded and redacted.
+    pub why: &'a str,
+    pub retry_in: std::time::Duration,
+    pub exiting: bool,
+}
+
+impl ConsumptionPaused<'_> {
+    pub fn emit(&self, m: &JobMetrics) {
+        tracing::error!(
+            why = self.why,
+            retry_in_ms = u64::try_from(self.retry_in.as_millis()).unwrap_or(u64::MAX),
+            exiting = self.exiting,
+            "model provider refuses this deployment (check RELATA_MODEL_API_KEY, RELATA_MODEL_NAME, RELATA_MODEL_URL): consumption paused, jobs stay queued"
+        );
+        m.paused
+            .get_or_create(&TaskLabels {
+                task: self.task.as_str(),
+            })
+            .set(1);
+    }
+}
+
+/// The provider answered again: the worker consumes.
+#[derive(Debug)]
+pub struct ConsumptionResumed {
+    pub task: Task,
+    pub paused_for: std::time::Duration,
+}
+
+impl ConsumptionResumed {
+    pub fn emit(&self, m: &JobMetrics) {
+        tracing::info!(
+            paused_ms = u64::try_from(self.paused_for.as_millis()).unwrap_or(u64::MAX),
+            "model provider answers again: consumption resumed"
+        );
+        m.paused
+            .get_or_create(&TaskLabels {
+                task: self.task.as_str(),
+            })
+            .set(0);
     }
 }

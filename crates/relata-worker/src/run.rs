@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 use backon::{ExponentialBuilder, Retryable};
 use futures::StreamExt;
 use relata_core::{DeadReason, Handle, JobId, JobMessage, RowKind, Task, TaskVersion};
-use relata_model::{
-    ClassifyClaim, ErrorClass, ModelCall, ModelClient, ModelError, record_invalid_output,
+use relata_model::{ClassifyClaim, ErrorClass, ModelCall, ModelClient, ModelError};
+use relata_queue::{
+    Broker, Deliveries, Delivery, QueueError, RetryDecision, RetryPolicy, RetryTier,
 };
-use relata_queue::{Broker, Delivery, QueueError, RetryDecision, RetryPolicy, RetryTier};
 use relata_store::{
     ChunkRow, CommitOutcome, Committed, JobRow, JobState, NewModelCall, Store, StoreError,
 };
@@ -20,9 +20,12 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tracing::{Instrument, field};
 
-use crate::JobOutcome;
 use crate::http::Readiness;
-use crate::metrics::{JobDeadLettered, JobFinished, JobMetrics, JobRetryScheduled, RowsCommitted};
+use crate::metrics::{
+    ConsumptionPaused, ConsumptionResumed, JobDeadLettered, JobFinished, JobMetrics,
+    JobRetryScheduled, RowsCommitted,
+};
+use crate::{JobOutcome, OnProviderRefusal};
 
 /// Settings of one worker process.
 #[derive(Debug, Clone)]
@@ -42,8 +45,15 @@ pub struct WorkerSettings {
     /// is requeued.
     pub commit_retry_max_elapsed: Duration,
     /// Exit once no delivery has arrived for this long (batch runs and tests); `None`
-    /// runs until stopped.
+    /// runs until stopped. A worker paused by a provider refusal for this long exits as
+    /// the `exit` policy does.
     pub exit_when_idle: Option<Duration>,
+    /// What to do when the provider refuses the deployment (401, 403, not found, redirect).
+    pub on_provider_refusal: OnProviderRefusal,
+    /// While paused by a refusal, the first wait before asking the provider again; each
+    /// further wait doubles, up to `provider_retry_max`.
+    pub provider_retry_min: Duration,
+    pub provider_retry_max: Duration,
 }
 
 impl WorkerSettings {
@@ -56,6 +66,9 @@ impl WorkerSettings {
             classify_batch: 10,
             commit_retry_max_elapsed: Duration::from_secs(30),
             exit_when_idle: None,
+            on_provider_refusal: OnProviderRefusal::Pause,
+            provider_retry_min: Duration::from_secs(10),
+            provider_retry_max: Duration::from_secs(300),
         }
     }
 }
@@ -66,6 +79,12 @@ pub enum WorkerError {
     Queue(#[from] QueueError),
     #[error("store: {0}")]
     Store(#[from] StoreError),
+    /// The provider refuses the deployment and the policy is to exit. Not retryable by
+    /// restarting alone: the key, model name or URL must change.
+    #[error(
+        "the model provider refuses this deployment ({0}); jobs were left queued. Check RELATA_MODEL_API_KEY, RELATA_MODEL_NAME and RELATA_MODEL_URL"
+    )]
+    ProviderRefused(String),
 }
 
 /// What a run did, by outcome.
@@ -80,9 +99,28 @@ pub struct RunSummary {
 #[derive(Debug)]
 enum Settle {
     Ack(JobOutcome),
-    RetryLater { next_attempt: u32, tier: RetryTier },
-    Dead { reason: DeadReason, detail: String },
+    RetryLater {
+        next_attempt: u32,
+        tier: RetryTier,
+    },
+    Dead {
+        reason: DeadReason,
+        detail: String,
+    },
     Requeue,
+    /// Untried because the provider refuses the deployment: back to the queue unharmed.
+    Hold,
+}
+
+/// Whether the worker takes deliveries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Consuming,
+    /// Consumption cancelled after a refusal; deliveries already received go back
+    /// untried until the stream ends.
+    Pausing,
+    /// Not consuming; the provider is asked again at `probe_at`.
+    Paused,
 }
 
 /// One worker: a task, its dependencies, its settings.
@@ -98,6 +136,16 @@ pub struct Worker {
     policy: RetryPolicy,
     version: TaskVersion,
     classify_version: TaskVersion,
+    /// The last refusal that means the deployment is misconfigured (bounded, redacted).
+    refusal: std::sync::Mutex<Option<String>>,
+}
+
+/// The next delivery, or never when there is no stream (a paused worker).
+async fn next_delivery(deliveries: &mut Option<Deliveries>) -> Option<Delivery> {
+    match deliveries {
+        Some(d) => d.next().await,
+        None => std::future::pending().await,
+    }
 }
 
 impl Worker {
@@ -124,6 +172,7 @@ impl Worker {
             policy,
             version,
             classify_version,
+            refusal: std::sync::Mutex::new(None),
         }
     }
 
@@ -142,12 +191,24 @@ impl Worker {
         let task = self.settings.task;
         self.broker.declare_topology().await?;
         let concurrency = self.settings.concurrency.max(1);
-        let mut deliveries = self.broker.consume(task, concurrency).await?;
+        let mut deliveries = Some(self.broker.consume(task, concurrency).await?);
         self.readiness.set_consuming(true);
+        self.metrics.consuming(task);
         tracing::info!(task = %task, concurrency, version = %self.version.fingerprint(), "worker consuming");
 
         let slots = Arc::new(Semaphore::new(usize::from(concurrency)));
-        let mut running: JoinSet<JobOutcome> = JoinSet::new();
+        // Each job carries the consumption generation it was taken in: a refusal from a
+        // job taken before a resume must not pause the worker again.
+        let mut running: JoinSet<(u64, JobOutcome)> = JoinSet::new();
+        let mut generation = 0u64;
+        let mut flow = Flow::Consuming;
+        let mut paused_at = Instant::now();
+        let mut probe_delay = self.settings.provider_retry_min;
+        let probe_timer = tokio::time::sleep(Duration::ZERO);
+        tokio::pin!(probe_timer);
+        let mut refused = None;
+        // Streams ended by a pause, kept open until their held deliveries are settled.
+        let mut retired: Vec<Deliveries> = Vec::new();
         let mut summary = RunSummary::default();
         let idle = self.settings.exit_when_idle;
         tokio::pin!(shutdown);
@@ -158,29 +219,113 @@ impl Worker {
                     None => std::future::pending().await,
                 }
             };
+            // A batch run (`exit_when_idle`) must not wait forever on a deployment that
+            // stays refused: paused for that long, it exits as the `exit` policy would.
+            let paused_too_long = async {
+                match idle {
+                    Some(d) if flow == Flow::Paused => {
+                        tokio::time::sleep_until(tokio::time::Instant::from_std(paused_at + d))
+                            .await
+                    }
+                    _ => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = &mut shutdown => {
                     tracing::info!("shutdown requested: no new deliveries");
                     break;
                 }
-                Some(done) = running.join_next(), if !running.is_empty() => {
-                    record(&mut summary, done);
+                _ = paused_too_long => {
+                    tracing::warn!("paused for longer than --exit-when-idle; exiting with the jobs queued");
+                    refused = Some(self.refusal().unwrap_or_default());
+                    break;
                 }
-                next = deliveries.next() => match next {
-                    Some(delivery) => {
+                Some(done) = running.join_next(), if !running.is_empty() => {
+                    let held = matches!(done, Ok((g, JobOutcome::Held)) if g == generation);
+                    record(&mut summary, done.map(|(_, o)| o));
+                    if held && flow == Flow::Consuming {
+                        flow = Flow::Pausing;
+                        paused_at = Instant::now();
+                        probe_delay = self.settings.provider_retry_min;
+                        let why = self.refusal().unwrap_or_default();
+                        let exiting = self.settings.on_provider_refusal == OnProviderRefusal::Exit;
+                        ConsumptionPaused { task, why: &why, retry_in: probe_delay, exiting }
+                            .emit(&self.metrics);
+                        refused = exiting.then_some(why);
+                        self.readiness.set_consuming(false);
+                        if let Some(d) = deliveries.as_mut() {
+                            d.stop();
+                        }
+                    }
+                }
+                next = next_delivery(&mut deliveries) => match next {
+                    Some(delivery) if flow == Flow::Consuming => {
                         // Wait for a free slot; the prefetch already bounds what the
                         // broker sends, this bounds what runs.
                         let Ok(permit) = slots.clone().acquire_owned().await else { break };
                         let me = self.clone();
+                        let g = generation;
                         running.spawn(async move {
                             let outcome = me.handle(delivery).await;
                             drop(permit);
-                            outcome
+                            (g, outcome)
                         });
+                    }
+                    Some(delivery) => {
+                        // Received before the cancel took effect: back untried.
+                        let me = self.clone();
+                        let g = generation;
+                        running.spawn(async move {
+                            let taken = Instant::now();
+                            (g, me.settle(delivery, None, Settle::Hold, taken).await)
+                        });
+                    }
+                    None if flow == Flow::Pausing => {
+                        retired.extend(deliveries.take());
+                        if refused.is_some() {
+                            break;
+                        }
+                        flow = Flow::Paused;
+                        probe_timer.as_mut().reset(tokio::time::Instant::now() + probe_delay);
                     }
                     None => break,
                 },
-                _ = idle_timer, if running.is_empty() => {
+                _ = &mut probe_timer, if flow == Flow::Paused => {
+                    match self.model.check_provider().await {
+                        Ok(()) => {
+                            // The paused streams' deliveries were settled long ago.
+                            for d in retired.drain(..) {
+                                d.close().await;
+                            }
+                            generation += 1;
+                            match self.broker.consume(task, concurrency).await {
+                                Ok(d) => {
+                                    deliveries = Some(d);
+                                    flow = Flow::Consuming;
+                                    *self.lock_refusal() = None;
+                                    self.readiness.set_provider_blocked(None);
+                                    self.readiness.set_consuming(true);
+                                    ConsumptionResumed { task, paused_for: paused_at.elapsed() }
+                                        .emit(&self.metrics);
+                                }
+                                Err(e) => {
+                                    tracing::warn!(error = %e, "cannot resume consuming yet");
+                                    probe_timer.as_mut().reset(tokio::time::Instant::now() + probe_delay);
+                                }
+                            }
+                        }
+                        Err(e) => {
+                            probe_delay = (probe_delay * 2).min(self.settings.provider_retry_max);
+                            tracing::warn!(
+                                error = %self.model.redact(&e.to_string()),
+                                retry_in_ms = u64::try_from(probe_delay.as_millis()).unwrap_or(u64::MAX),
+                                "model provider still refuses or is unreachable; consumption stays paused"
+                            );
+                            probe_timer.as_mut().reset(tokio::time::Instant::now() + probe_delay);
+                        }
+                    }
+                }
+                _ = idle_timer, if running.is_empty() && flow == Flow::Consuming => {
                     tracing::info!("idle: no deliveries, exiting");
                     break;
                 }
@@ -188,28 +333,49 @@ impl Worker {
         }
 
         self.readiness.set_draining();
-        deliveries.stop();
-        // Deliveries received but not started are dropped unsettled: the broker returns
-        // them to the queue when the connection closes.
-        drop(deliveries);
+        if let Some(d) = deliveries.as_mut() {
+            d.stop();
+        }
         let deadline = tokio::time::sleep(self.settings.shutdown_deadline);
         tokio::pin!(deadline);
         loop {
             tokio::select! {
                 next = running.join_next() => match next {
-                    Some(done) => record(&mut summary, done),
+                    Some(done) => record(&mut summary, done.map(|(_, o)| o)),
                     None => break,
                 },
                 _ = &mut deadline => {
                     summary.abandoned = running.len() as u64;
                     tracing::warn!(abandoned = summary.abandoned, "shutdown deadline reached; abandoning in-flight jobs (they will be redelivered)");
                     running.abort_all();
+                    // Wait until the aborted jobs are gone: a delivery dropped after the
+                    // connection started closing makes lapin settle it on a closing
+                    // channel and log a channel-state error for a clean shutdown.
+                    while running.join_next().await.is_some() {}
                     break;
                 }
             }
         }
+        // Deliveries received but not started are left unsettled: the broker returns them
+        // to the queue when their channel closes.
+        retired.extend(deliveries);
+        for d in retired {
+            d.close().await;
+        }
         self.broker.close().await;
-        Ok(summary)
+        match refused {
+            Some(why) => Err(WorkerError::ProviderRefused(why)),
+            None => Ok(summary),
+        }
+    }
+
+    fn lock_refusal(&self) -> std::sync::MutexGuard<'_, Option<String>> {
+        // A poisoned lock only means a panic elsewhere; the text stays usable.
+        self.refusal.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn refusal(&self) -> Option<String> {
+        self.lock_refusal().clone()
     }
 
     /// Process one delivery and settle it. Never panics on bad input; every path ends in
@@ -428,10 +594,14 @@ impl Worker {
                     .await
                 }
             },
+            ErrorClass::Permanent if error.is_configuration_failure() => {
+                // Every job would fail the same way: this one goes back untried and the
+                // run loop pauses consumption, instead of dead-lettering the backlog.
+                self.readiness.set_provider_blocked(Some(detail.clone()));
+                *self.lock_refusal() = Some(detail);
+                Settle::Hold
+            }
             ErrorClass::Permanent => {
-                if error.is_configuration_failure() {
-                    self.readiness.set_provider_blocked(Some(detail.clone()));
-                }
                 self.mark_dead(
                     &job.job_id,
                     DeadReason::PermanentProvider,
@@ -592,6 +762,21 @@ impl Worker {
                 tracing::warn!("store unavailable; delivery requeued");
                 (delivery.requeue().await, JobOutcome::Requeued)
             }
+            Settle::Hold => {
+                return match delivery.return_unharmed().await {
+                    Ok(()) => {
+                        tracing::info!(
+                            "provider refuses the deployment; job returned to the queue untried"
+                        );
+                        JobOutcome::Held
+                    }
+                    Err(e) => {
+                        // Still held: the refusal stands and the worker must pause.
+                        tracing::warn!(error = %e, "returning the job failed; the broker will redeliver it");
+                        JobOutcome::Held
+                    }
+                };
+            }
         };
         match result {
             Ok(()) => {
@@ -618,7 +803,8 @@ impl Worker {
     /// before the commit, so a retried commit cannot count twice) and its rows.
     fn committed(&self, rejections: &[Rejection], c: &Committed) {
         for r in rejections {
-            record_invalid_output(self.model.metrics(), self.settings.task, r.reason);
+            self.model
+                .record_invalid_output(self.settings.task, r.reason, &r.detail);
         }
         self.rows_committed(c);
     }

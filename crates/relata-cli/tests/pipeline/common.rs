@@ -289,6 +289,25 @@ impl Worker {
         }
     }
 
+    /// Wait for the process to exit on its own; returns the exit code.
+    pub fn wait_exit(mut self, within: Duration) -> Option<i32> {
+        let mut child = self.child.take().unwrap();
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status.code();
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                panic!(
+                    "worker did not exit within {within:?}; log:\n{}",
+                    self.log_text()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// SIGKILL: no chance to finish anything.
     pub fn kill9(mut self) {
         let mut child = self.child.take().unwrap();

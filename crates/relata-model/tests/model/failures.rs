@@ -307,7 +307,7 @@ async fn a_hang_times_out_and_is_retried_within_bounds() {
     );
 }
 
-async fn invalid_once(behaviour: Behaviour, reason: Reason) -> relata_model::ModelCall {
+pub(crate) async fn invalid_once(behaviour: Behaviour, reason: Reason) -> relata_model::ModelCall {
     // The default after the script is a valid completion: a retry would succeed, so a
     // second request would show.
     let h = Harness::new(vec![behaviour]).await;
@@ -401,7 +401,12 @@ async fn the_adapter_never_counts_a_completion_as_invalid() {
     let call = h.client.extract("text").await;
     assert_eq!(call.result.unwrap().content, "not json at all");
     assert!(!h.encoded().contains("relata_model_invalid_output_total{"));
-    relata_model::record_invalid_output(h.client.metrics(), Task::Extract, Reason::NotJson);
+    relata_model::record_invalid_output(
+        h.client.metrics(),
+        Task::Extract,
+        Reason::NotJson,
+        "expected value at line 1 column 1",
+    );
     assert_eq!(
         h.metric(INVALID, &[("task", "extract"), ("reason", "not_json")]),
         1.0

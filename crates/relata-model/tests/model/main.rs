@@ -8,5 +8,6 @@ mod support;
 mod concurrency;
 mod dialects;
 mod failures;
+mod misbehaviour;
 mod real_model;
 mod redaction;

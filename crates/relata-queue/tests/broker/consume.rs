@@ -49,6 +49,35 @@ async fn retry_later_comes_back_after_the_delay_with_the_next_attempt() {
 }
 
 #[tokio::test]
+async fn return_unharmed_never_counts_towards_the_delivery_limit() {
+    let broker = common::broker().await;
+    let id = job_id(12);
+    broker
+        .publish(Task::Extract, &id, b"{}")
+        .await
+        .expect("publish");
+    let mut deliveries = broker.consume(Task::Extract, 1).await.expect("consume");
+    // Far more returns than the limit allows redeliveries: the job is still there.
+    for _ in 0..(DELIVERY_LIMIT * 3) {
+        let d = next(&mut deliveries).await;
+        assert_eq!(d.attempt(), 1);
+        assert_eq!(d.delivery_count(), None, "a fresh message each time");
+        d.return_unharmed().await.expect("returned");
+    }
+    let d = next(&mut deliveries).await;
+    assert_eq!(d.message_id(), Some(id.as_str()));
+    d.ack().await.expect("ack");
+    drop(deliveries);
+    let depths = broker.queue_depths().await.expect("depths");
+    let dead = depths
+        .iter()
+        .find(|q| q.name.ends_with(".dead"))
+        .expect("dead queue");
+    assert_eq!(dead.messages, Some(0), "{depths:?}");
+    common::teardown(broker).await;
+}
+
+#[tokio::test]
 async fn retry_later_refuses_an_undeclared_tier_and_requeues() {
     let broker = common::broker().await;
     broker
