@@ -16,6 +16,7 @@ pub mod handle;
 pub mod job;
 pub mod labels;
 pub mod task;
+pub mod text;
 
 pub use closed::UnknownLabel;
 pub use contract::{CLASSIFY_V1, Contract, EXTRACT_V1};
