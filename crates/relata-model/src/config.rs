@@ -206,7 +206,11 @@ impl ModelConfig {
                 // The error names the file and the IO failure, never the contents.
                 let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Invalid {
                     name: "RELATA_MODEL_API_KEY_FILE",
-                    problem: format!("cannot read {}: {}", path.display(), e.kind()),
+                    problem: format!(
+                        "cannot read the API key file {}: {}; create it, or point RELATA_MODEL_API_KEY_FILE (or api_key_file under [model] in the config file) at the file that holds the key",
+                        path.display(),
+                        e.kind()
+                    ),
                 })?;
                 let key = text.trim();
                 if key.is_empty() {
