@@ -492,7 +492,7 @@ impl Worker {
         if error.is_retryable() {
             return Settle::Requeue;
         }
-        let detail = format!("the store refused the job's outcome: {error}");
+        let detail = format!("the store refused, for a reason other than availability: {error}");
         self.mark_dead(job_id, DeadReason::StoreRejected, &detail, call)
             .await
     }
