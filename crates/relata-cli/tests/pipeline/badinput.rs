@@ -155,27 +155,27 @@ async fn a_poison_message_cut_inside_a_character_is_dead_lettered() {
     let env = Env::new(FakeOptions::default(), vec![]).await;
     let broker = env.broker().await;
     broker.declare_topology().await.unwrap();
-    // serde_json's message echoes the unknown variant; cut at 200 bytes it used to panic
-    // inside a two-byte character, leaving the delivery unsettled.
-    let payload = format!(
-        r#"{{"v":1,"task":"{}","job_id":"00000000000000000000000000000000"}}"#,
-        "é".repeat(150)
-    );
+    // serde_json's message echoes an unknown key whole; cut at 200 bytes it used to panic
+    // inside a two-byte character, leaving the delivery unsettled. Two lengths, so one of
+    // them puts the cut inside a character whatever the message's prefix.
     let v = relata_core::TaskVersion::new(&relata_core::EXTRACT_V1, "extract-p1", "fake-model");
-    broker
-        .publish(
-            Task::Extract,
-            &relata_core::JobId::derive(&v, b"poison"),
-            payload.as_bytes(),
-        )
-        .await
-        .unwrap();
+    for n in [100, 101] {
+        let payload = format!(r#"{{"{}":1}}"#, "é".repeat(n));
+        broker
+            .publish(
+                Task::Extract,
+                &relata_core::JobId::derive(&v, payload.as_bytes()),
+                payload.as_bytes(),
+            )
+            .await
+            .unwrap();
+    }
     let worker = env.spawn_worker(Task::Extract);
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
         let depths = broker.queue_depths().await.unwrap();
         let dead = depths.iter().find(|q| q.name.ends_with(".dead")).unwrap();
-        if dead.messages == Some(1) {
+        if dead.messages == Some(2) {
             break;
         }
         assert!(std::time::Instant::now() < deadline, "{depths:?}");
@@ -188,7 +188,7 @@ async fn a_poison_message_cut_inside_a_character_is_dead_lettered() {
             "relata_jobs_dead_lettered_total",
             &[("reason", "poison")]
         ),
-        1.0,
+        2.0,
         "{m}"
     );
     assert_eq!(worker.terminate(), Some(0));
