@@ -320,3 +320,44 @@ async fn a_document_the_store_refuses_anyway_is_named_by_id_and_skipped() {
     store.close().await;
     env.teardown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_password_in_the_database_url_never_reaches_output_or_logs() {
+    // Trust authentication ignores the password, so the query form works here and every
+    // command runs through to its logs.
+    let sentinel = "SENTINEL-pg-4242";
+    let options = FakeOptions {
+        models: vec!["fake-model".into()],
+        default: Behaviour::completion(
+            r#"{"entities":[{"name":"Ada Lovelace","type":"person"}],"claims":[]}"#,
+        ),
+        ..FakeOptions::default()
+    };
+    let mut env = Env::new(options, vec![]).await;
+    let url = format!("{}?password={sentinel}", env.database_url);
+    env.set("RELATA_DATABASE_URL", &url);
+    env.set("RELATA_MODEL_API_KEY", "sk-SENTINEL-key-4242");
+    let corpus = env.write_doc("ada.txt", DOC);
+    let mut seen = String::new();
+    for args in [
+        &["migrate"][..],
+        &["ingest", corpus.to_str().unwrap(), "--source", "s"][..],
+    ] {
+        let out = env.relata(args);
+        assert!(out.status.success(), "{args:?}: {}", stderr(&out));
+        seen.push_str(&stderr(&out));
+        seen.push_str(&String::from_utf8_lossy(&out.stdout));
+    }
+    let worker = env.spawn_worker(Task::Extract);
+    env.wait_for_jobs(Task::Extract, 1, Duration::from_secs(60))
+        .await;
+    for args in [&["status"][..], &["export"][..], &["report"][..]] {
+        let out = env.relata(args);
+        seen.push_str(&stderr(&out));
+        seen.push_str(&String::from_utf8_lossy(&out.stdout));
+    }
+    seen.push_str(&worker.log_text());
+    assert_eq!(worker.terminate(), Some(0));
+    assert!(!seen.contains("SENTINEL"), "{seen}");
+    env.teardown().await;
+}
