@@ -130,13 +130,24 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
 /// is how an operator misses the line they were looking for.
 fn init_tracing() -> anyhow::Result<()> {
     use tracing_subscriber::EnvFilter;
+    // lapin logs its own failures as Rust debug dumps (`method=Close { reply_code: … }`);
+    // relata reports each of them once, in words, so lapin is silent unless a filter
+    // names it (`RELATA_LOG=info,lapin=debug`).
     let filter = match std::env::var("RELATA_LOG") {
-        Ok(v) if !v.trim().is_empty() => EnvFilter::try_new(v.trim()).map_err(|e| {
-            anyhow::anyhow!(
-                "RELATA_LOG={v:?} is not a log filter ({e}); use a level such as info or debug, or directives such as relata_worker=debug,info"
-            )
-        })?,
-        _ => EnvFilter::new("info"),
+        Ok(v) if !v.trim().is_empty() => {
+            let v = v.trim();
+            let directives = if v.contains("lapin") {
+                v.to_owned()
+            } else {
+                format!("{v},lapin=off")
+            };
+            EnvFilter::try_new(&directives).map_err(|e| {
+                anyhow::anyhow!(
+                    "RELATA_LOG={v:?} is not a log filter ({e}); use a level such as info or debug, or directives such as relata_worker=debug,info"
+                )
+            })?
+        }
+        _ => EnvFilter::new("info,lapin=off"),
     };
     let json = match std::env::var("RELATA_LOG_FORMAT") {
         Ok(v) if v.trim() == "json" => true,

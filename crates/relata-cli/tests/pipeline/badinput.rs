@@ -361,3 +361,25 @@ async fn a_password_in_the_database_url_never_reaches_output_or_logs() {
     assert!(!seen.contains("SENTINEL"), "{seen}");
     env.teardown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_broker_refusal_is_a_sentence_without_a_debug_dump() {
+    let mut env = Env::new(FakeOptions::default(), vec![]).await;
+    let broker = env.broker().await;
+    broker.declare_topology().await.unwrap();
+    broker.close().await;
+    // The queues exist with delivery limit 5; a worker asking for 7 is refused.
+    env.set("RELATA_DELIVERY_LIMIT", "7");
+    env.set("RELATA_METRICS_ADDR", "127.0.0.1:0");
+    let out = env.relata(&["worker", "extract", "--exit-when-idle", "1"]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("already exists with different arguments"),
+        "{err}"
+    );
+    for dump in ["Close {", "ShortString", "AMQPError {"] {
+        assert!(!err.contains(dump), "{dump}: {err}");
+    }
+    env.teardown().await;
+}
