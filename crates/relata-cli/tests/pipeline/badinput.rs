@@ -225,6 +225,8 @@ async fn an_unmigrated_database_says_run_migrate_and_a_worker_does_not_start() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn status_with_an_unreachable_broker_prints_the_store_and_exits_1() {
     let env = Env::new(FakeOptions::default(), vec![]).await;
+    // Before: 30 s of connection retries, then exit 0. The bound leaves room for a loaded
+    // machine, not for the old retry window.
     let started = std::time::Instant::now();
     let out = env
         .command(&["status"])
@@ -236,7 +238,7 @@ async fn status_with_an_unreachable_broker_prints_the_store_and_exits_1() {
     assert!(err.contains("queue depths unavailable"), "{err}");
     assert!(String::from_utf8_lossy(&out.stdout).contains("jobs:"));
     assert!(
-        started.elapsed() < Duration::from_secs(15),
+        started.elapsed() < Duration::from_secs(25),
         "{:?}",
         started.elapsed()
     );
