@@ -28,6 +28,7 @@ use relata_store::{
 use tokio::sync::watch;
 
 use crate::config::Config;
+use crate::out::outln;
 
 /// Another run holds the lock (EX_TEMPFAIL: try again later).
 pub const EXIT_LOCKED: u8 = 75;
@@ -59,8 +60,9 @@ pub struct BackfillArgs {
     /// Publish at most this many jobs in this run (a later run continues).
     #[arg(long)]
     pub limit: Option<u64>,
-    /// Publish at most this many jobs per second.
-    #[arg(long)]
+    /// Publish at most this many jobs per second; 0.001 to 100000 (fractions allowed:
+    /// 0.5 is one job every two seconds).
+    #[arg(long, value_parser = parse_rate)]
     pub rate: Option<f64>,
     /// Count what would be published, by previous state and action; publish nothing.
     #[arg(long)]
@@ -100,9 +102,6 @@ struct Summary {
 }
 
 pub async fn run(config: &Config, args: BackfillArgs) -> Result<u8> {
-    if args.rate.is_some_and(|r| !(r.is_finite() && r > 0.0)) {
-        bail!("--rate must be a positive number of jobs per second");
-    }
     if args.since.zip(args.until).is_some_and(|(a, b)| a >= b) {
         bail!("--since must be before --until");
     }
@@ -114,14 +113,7 @@ pub async fn run(config: &Config, args: BackfillArgs) -> Result<u8> {
         statuses: args.status.clone(),
         not_version: args.not_version,
     };
-    let store = Store::connect(&config.database_url)
-        .await
-        .with_context(|| {
-            format!(
-                "cannot connect to PostgreSQL at {}",
-                redact_url(&config.database_url)
-            )
-        })?;
+    let store = crate::pipeline::store(config).await?;
     let started = Instant::now();
     let mut summary = Summary {
         task: args.task.to_string(),
@@ -224,7 +216,7 @@ pub async fn run(config: &Config, args: BackfillArgs) -> Result<u8> {
 
 fn report(summary: &Summary, args: &BackfillArgs) -> Result<()> {
     if args.json {
-        println!("{}", serde_json::to_string(summary)?);
+        outln!("{}", serde_json::to_string(summary)?)?;
         return Ok(());
     }
     eprintln!(
@@ -276,6 +268,24 @@ struct Pacer {
     rate: Option<f64>,
     start: Instant,
     sent: u64,
+}
+
+/// The bounds of `--rate`: below one job in about 17 minutes a backfill is better run
+/// with `--limit` from cron; above 100000 jobs a second the broker is the limit.
+const RATE_MIN: f64 = 0.001;
+const RATE_MAX: f64 = 100_000.0;
+
+fn parse_rate(s: &str) -> Result<f64, String> {
+    let r: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number of jobs per second"))?;
+    if !(RATE_MIN..=RATE_MAX).contains(&r) {
+        return Err(format!(
+            "{s} is outside {RATE_MIN} to {RATE_MAX} jobs per second"
+        ));
+    }
+    Ok(r)
 }
 
 impl Pacer {

@@ -43,8 +43,8 @@ struct ClassifyFile {
     pairs: Vec<(String, String)>,
 }
 
-pub fn run(args: CheckArgs) -> ExitCode {
-    match check(&args) {
+pub fn run(args: CheckArgs, config: Option<&Path>) -> ExitCode {
+    match check(&args, config) {
         Ok(report) => {
             let code = match report.verdict {
                 Verdict::Accepted => 0,
@@ -60,8 +60,17 @@ pub fn run(args: CheckArgs) -> ExitCode {
     }
 }
 
-fn read(path: &Path, what: &str) -> anyhow::Result<Vec<u8>> {
-    std::fs::read(path).with_context(|| format!("cannot read {what} {}", path.display()))
+/// At most `max + 1` bytes of `path`: never the whole of a file of any size, and one byte
+/// more than `max` is enough for the caller to tell that it is over.
+fn read(path: &Path, what: &str, max: usize) -> anyhow::Result<Vec<u8>> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot read {what} {}", path.display()))?;
+    let mut bytes = Vec::new();
+    file.take(max as u64 + 1)
+        .read_to_end(&mut bytes)
+        .with_context(|| format!("cannot read {what} {}", path.display()))?;
+    Ok(bytes)
 }
 
 fn classify_input(file: ClassifyFile) -> anyhow::Result<ClassifyInput> {
@@ -81,10 +90,25 @@ fn classify_input(file: ClassifyFile) -> anyhow::Result<ClassifyInput> {
     Ok(input)
 }
 
-fn check(args: &CheckArgs) -> anyhow::Result<Report> {
-    let input = read(&args.input, "input")?;
-    let raw = read(&args.response, "response file")?;
-    let config = GateConfig::default();
+fn check(args: &CheckArgs, config_file: Option<&Path>) -> anyhow::Result<Report> {
+    // The workers' `[checks]` settings: a response must be judged here as in production.
+    let settings = crate::config::Config::load(config_file)?;
+    let config: GateConfig = settings.gate()?;
+    let max_input = 16 * relata_producer::corpus::DEFAULT_MAX_TEXT_BYTES;
+    let input = read(&args.input, "input", max_input)?;
+    if input.len() > max_input {
+        bail!(
+            "input {} is larger than {max_input} bytes",
+            args.input.display()
+        );
+    }
+    // Like a worker, read no more than the gate's bound (and one byte to know it is over):
+    // the gate then rejects it `too_large`, as it would in production.
+    let raw = read(
+        &args.response,
+        "response file",
+        relata_core::contract::bounds::MAX_RESPONSE_BYTES,
+    )?;
     let bad_input = || {
         format!(
             "input {} is not a valid {} input",
@@ -106,8 +130,7 @@ fn check(args: &CheckArgs) -> anyhow::Result<Report> {
         }
     };
     let json = serde_json::to_string(&report).context("cannot serialise the report")?;
-    let mut out = std::io::stdout().lock();
-    writeln!(out, "{json}").context("cannot write to stdout")?;
+    crate::out::line(format_args!("{json}"))?;
     let mut err = std::io::stderr().lock();
     for line in details {
         // Best effort: a closed stderr must not change the verdict.

@@ -110,6 +110,85 @@ impl Default for IngestConfig {
     }
 }
 
+/// The smallest chunk cap accepted: below it a chunk holds a few words, too little for a
+/// model to find a claim in.
+const MIN_CHUNK_BYTES: usize = 200;
+
+fn within<T: PartialOrd + std::fmt::Display>(name: &str, v: T, lo: T, hi: T) -> Result<()> {
+    if v < lo || v > hi {
+        bail!("{name} must be between {lo} and {hi}, not {v}");
+    }
+    Ok(())
+}
+
+/// A TOML error as a sentence that names the line and the key but never quotes the line:
+/// `toml`'s own message prints the offending line, and that line may be
+/// `database_url = "postgres://u:secret@…"`.
+fn toml_problem(text: &str, e: &toml::de::Error) -> String {
+    let Some(span) = e.span() else {
+        return generic_toml_message(e.message());
+    };
+    let start = span.start.min(text.len());
+    let line_no = text[..start].matches('\n').count() + 1;
+    let line = text.lines().nth(line_no - 1).unwrap_or("");
+    let key = line
+        .split_once('=')
+        .map(|(k, _)| k.trim())
+        .filter(|k| !k.is_empty())
+        .or_else(|| {
+            let t = line.trim();
+            t.starts_with('[').then_some(t)
+        });
+    match key {
+        Some(k) => format!(
+            "line {line_no}, key {}: {}",
+            relata_core::text::cut(k, 80),
+            generic_toml_message(e.message())
+        ),
+        None => format!("line {line_no}: {}", generic_toml_message(e.message())),
+    }
+}
+
+/// `toml`'s message with anything that could be a value taken out: serde quotes values
+/// in backticks or double quotes (`invalid type: string "secret"`); an unknown or missing
+/// field names a key, which is kept. Rust type names (`struct WorkerConfig`) become words.
+fn generic_toml_message(m: &str) -> String {
+    if m.starts_with("unknown field") || m.starts_with("missing field") {
+        return m.to_owned();
+    }
+    let mut out = String::with_capacity(m.len());
+    let mut quote: Option<char> = None;
+    for c in m.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '`' || c == '"' => {
+                quote = Some(c);
+                out.push('…');
+            }
+            None => out.push(c),
+        }
+    }
+    let out = out.replace("expected struct ", "expected a table for ");
+    out.replace(
+        "expected a table for WorkerConfig",
+        "expected a table ([worker])",
+    )
+    .replace(
+        "expected a table for IngestConfig",
+        "expected a table ([ingest])",
+    )
+    .replace(
+        "expected a table for ModelConfig",
+        "expected a table ([model])",
+    )
+    .replace(
+        "expected a table for TopologyConfig",
+        "expected a table ([queue])",
+    )
+    .replace("expected a table for CheckSetting", "expected a table")
+}
+
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
@@ -134,8 +213,13 @@ impl Config {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
                     .with_context(|| format!("cannot read config file {}", path.display()))?;
-                toml::from_str(&text)
-                    .with_context(|| format!("config file {} is not valid", path.display()))?
+                toml::from_str(&text).map_err(|e| {
+                    anyhow::anyhow!(
+                        "config file {} is not valid: {}",
+                        path.display(),
+                        toml_problem(&text, &e)
+                    )
+                })?
             }
             None => Config::default(),
         };
@@ -191,7 +275,62 @@ impl Config {
         )?;
         env_num("RELATA_MAX_CHUNK_BYTES", &mut config.ingest.max_chunk_bytes)?;
         env_num("RELATA_SUPPORT_MIN_SHARE", &mut config.support.min_share)?;
+        config.check_bounds()?;
+        relata_queue::check_amqp_url(&config.amqp_url).context("RELATA_AMQP_URL")?;
+        if !config.database_url.contains("://") {
+            bail!(
+                "RELATA_DATABASE_URL {} is not a URL: relata takes postgres://user:password@host:port/database (key=value strings are not supported)",
+                relata_queue::redact_url(&config.database_url)
+            );
+        }
         Ok(config)
+    }
+
+    /// Every number a user can set, in the range that makes sense for it (also stated in
+    /// the README's configuration table). Outside it a setting is refused by name, not
+    /// clamped: a silent clamp would run something other than what was asked for.
+    fn check_bounds(&self) -> Result<()> {
+        let w = &self.worker;
+        within(
+            "RELATA_DATABASE_MAX_CONNECTIONS",
+            self.database_max_connections,
+            1,
+            1000,
+        )?;
+        within("RELATA_DELIVERY_LIMIT", self.queue.delivery_limit, 1, 1000)?;
+        if self.queue.retry_delays_ms.len() > 10 {
+            bail!("RELATA_RETRY_DELAYS_MS: at most 10 delay tiers");
+        }
+        for &ms in &self.queue.retry_delays_ms {
+            within("RELATA_RETRY_DELAYS_MS (each delay)", ms, 1, 86_400_000)?;
+        }
+        within("RELATA_WORKER_CONCURRENCY", w.concurrency, 1, 1024)?;
+        within(
+            "RELATA_WORKER_SHUTDOWN_DEADLINE_MS",
+            w.shutdown_deadline_ms,
+            0,
+            3_600_000,
+        )?;
+        within("RELATA_CANDIDATE_K", w.candidate_k, 1, 1000)?;
+        within(
+            "RELATA_CLASSIFY_BATCH",
+            w.classify_batch,
+            1,
+            relata_core::contract::bounds::MAX_RELATIONS,
+        )?;
+        within(
+            "RELATA_COMMIT_RETRY_MAX_MS",
+            w.commit_retry_max_ms,
+            0,
+            3_600_000,
+        )?;
+        within(
+            "RELATA_MAX_CHUNK_BYTES",
+            self.ingest.max_chunk_bytes,
+            MIN_CHUNK_BYTES,
+            relata_producer::corpus::DEFAULT_MAX_TEXT_BYTES,
+        )?;
+        Ok(())
     }
 
     /// The model configuration with `RELATA_MODEL_*` applied and validated.
@@ -345,6 +484,46 @@ mod tests {
             config.support.min_share = bad;
             let err = format!("{:#}", config.gate().unwrap_err());
             assert!(err.contains("min_share"), "{bad}: {err}");
+        }
+    }
+
+    #[test]
+    fn a_toml_error_names_line_and_key_never_the_value() {
+        for text in [
+            "database_url = \"postgres://u:SENTINEL@h/db\nmetrics_addr = 1\n",
+            "metrics_addr = \"x\"\ndatabase_url = 5 # SENTINEL\n",
+            "database_max_connections = \"SENTINEL\"\n",
+            "[worker]\nconcurrency = \"SENTINEL\"\n",
+            "worker = \"SENTINEL\"\n",
+        ] {
+            let path = file(text);
+            let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
+            std::fs::remove_file(&path).unwrap();
+            assert!(!err.contains("SENTINEL"), "{err}");
+            assert!(err.contains("line "), "{err}");
+            assert!(!err.contains("struct"), "{err}");
+        }
+        let path = file("[worker]\nconcurrency = \"SENTINEL\"\n");
+        let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
+        std::fs::remove_file(&path).unwrap();
+        assert!(err.contains("line 2, key concurrency"), "{err}");
+    }
+
+    #[test]
+    fn numbers_out_of_range_are_refused_by_name() {
+        for (text, name) in [
+            ("[ingest]\nmax_chunk_bytes = 0\n", "RELATA_MAX_CHUNK_BYTES"),
+            ("[worker]\ncandidate_k = 0\n", "RELATA_CANDIDATE_K"),
+            ("[queue]\nretry_delays_ms = [0]\n", "RELATA_RETRY_DELAYS_MS"),
+            (
+                "database_max_connections = 100000\n",
+                "RELATA_DATABASE_MAX_CONNECTIONS",
+            ),
+        ] {
+            let path = file(text);
+            let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
+            std::fs::remove_file(&path).unwrap();
+            assert!(err.contains(name) && err.contains("between"), "{err}");
         }
     }
 

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 mod backfill;
 mod check;
 mod config;
+mod out;
 mod pipeline;
 mod probe;
 mod report;
@@ -48,7 +49,8 @@ enum Command {
     /// stops consuming and lets in-flight jobs finish.
     Worker(pipeline::WorkerArgs),
     /// Queue depths, jobs by state, dead letters and the invalid-output rate of the last
-    /// 24 hours.
+    /// 24 hours. Exit 0, 1 when the broker could not be reached (the store's part is still
+    /// printed), 2 on errors.
     Status {
         /// Print JSON.
         #[arg(long)]
@@ -84,11 +86,14 @@ enum ModelCommand {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Check(args) => return check::run(args),
+        Command::Check(args) => return check::run(args, cli.config.as_deref()),
         Command::Model(ModelCommand::Probe(args)) => return probe::run(args),
         _ => {}
     }
-    init_tracing();
+    if let Err(e) = init_tracing() {
+        eprintln!("error: {e:#}");
+        return ExitCode::from(2);
+    }
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
@@ -108,7 +113,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             Command::Migrate => pipeline::migrate(&config).await.map(|()| 0),
             Command::Ingest(args) => pipeline::ingest_cmd(&config, args).await,
             Command::Worker(args) => pipeline::worker(&config, args).await,
-            Command::Status { json } => pipeline::status(&config, json).await.map(|()| 0),
+            Command::Status { json } => pipeline::status(&config, json).await,
             Command::Export { all_versions } => {
                 pipeline::export(&config, all_versions).await.map(|()| 0)
             }
@@ -121,16 +126,43 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
 
 /// Logs go to stderr (stdout is for command output such as `export`). `RELATA_LOG` sets
 /// the filter (default `info`); `RELATA_LOG_FORMAT=json` gives one JSON object per line.
-fn init_tracing() {
+/// A filter or format that cannot be read is refused: silently logging at another level
+/// is how an operator misses the line they were looking for.
+fn init_tracing() -> anyhow::Result<()> {
     use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("RELATA_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    // lapin logs its own failures as Rust debug dumps (`method=Close { reply_code: … }`);
+    // relata reports each of them once, in words, so lapin is silent unless a filter
+    // names it (`RELATA_LOG=info,lapin=debug`).
+    let filter = match std::env::var("RELATA_LOG") {
+        Ok(v) if !v.trim().is_empty() => {
+            let v = v.trim();
+            let directives = if v.contains("lapin") {
+                v.to_owned()
+            } else {
+                format!("{v},lapin=off")
+            };
+            EnvFilter::try_new(&directives).map_err(|e| {
+                anyhow::anyhow!(
+                    "RELATA_LOG={v:?} is not a log filter ({e}); use a level such as info or debug, or directives such as relata_worker=debug,info"
+                )
+            })?
+        }
+        _ => EnvFilter::new("info,lapin=off"),
+    };
+    let json = match std::env::var("RELATA_LOG_FORMAT") {
+        Ok(v) if v.trim() == "json" => true,
+        Ok(v) if v.trim().is_empty() || v.trim() == "text" => false,
+        Ok(v) => anyhow::bail!("RELATA_LOG_FORMAT={v:?} is not a log format: use text or json"),
+        Err(_) => false,
+    };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
-    if std::env::var("RELATA_LOG_FORMAT").is_ok_and(|v| v == "json") {
+    if json {
         builder.json().init();
     } else {
         builder.init();
     }
+    Ok(())
 }

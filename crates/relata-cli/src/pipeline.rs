@@ -18,8 +18,9 @@ use relata_store::Store;
 use relata_worker::{ChecksConfigured, JobMetrics, Readiness, Worker};
 
 use crate::config::Config;
+use crate::out::outln;
 
-async fn store(config: &Config) -> Result<Store> {
+async fn connect_store(config: &Config) -> Result<Store> {
     let options = relata_store::StoreOptions {
         max_connections: config.database_max_connections,
         ..relata_store::StoreOptions::default()
@@ -32,6 +33,19 @@ async fn store(config: &Config) -> Result<Store> {
                 redact_url(&config.database_url)
             )
         })
+}
+
+/// The store, for every command but `migrate`: connected, and migrated to this relata's
+/// schema (otherwise the first query would fail with a bare "relation does not exist").
+pub async fn store(config: &Config) -> Result<Store> {
+    let store = connect_store(config).await?;
+    store.check_migrated().await.with_context(|| {
+        format!(
+            "PostgreSQL at {} is not ready for relata",
+            redact_url(&config.database_url)
+        )
+    })?;
+    Ok(store)
 }
 
 async fn broker(config: &Config) -> Result<Broker> {
@@ -56,7 +70,7 @@ pub async fn migrate(config: &Config) -> Result<()> {
     {
         eprintln!("created database {}", redact_url(&config.database_url));
     }
-    let store = store(config).await?;
+    let store = connect_store(config).await?;
     store.migrate().await.context("applying migrations")?;
     eprintln!("migrations applied");
     Ok(())
@@ -165,7 +179,7 @@ pub async fn ingest_cmd(config: &Config, args: IngestArgs) -> Result<u8> {
     broker.close().await;
     let _ = lock.release().await;
     if args.json {
-        println!("{}", serde_json::to_string(&summary)?);
+        outln!("{}", serde_json::to_string(&summary)?)?;
     } else {
         eprintln!(
             "ingested: {} new, {} changed, {} unchanged, {} bad input, {} skipped files; {} chunks; {} jobs published",
@@ -193,11 +207,12 @@ fn jsonl_options(args: &IngestArgs) -> JsonlOptions {
 pub struct WorkerArgs {
     /// Which queue to work: extract or classify.
     pub task: Task,
-    /// Jobs in flight at once (also the broker prefetch).
-    #[arg(long)]
+    /// Jobs in flight at once (also the broker prefetch); 1 to 1024.
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub concurrency: Option<u16>,
-    /// Exit 0 once no job has arrived for this many seconds (for batch runs).
-    #[arg(long)]
+    /// Exit 0 once no job has arrived for this many seconds (for batch runs); 0 to 604800
+    /// (a week).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(0..=604_800))]
     pub exit_when_idle: Option<u64>,
 }
 
@@ -209,9 +224,6 @@ pub const EXIT_PROVIDER_REFUSED: u8 = 3;
 pub async fn worker(config: &Config, args: WorkerArgs) -> Result<u8> {
     let mut settings = config.worker(args.task)?;
     if let Some(c) = args.concurrency {
-        if c == 0 {
-            bail!("--concurrency must be at least 1");
-        }
         settings.concurrency = c;
     }
     settings.exit_when_idle = args.exit_when_idle.map(Duration::from_secs);
@@ -225,12 +237,14 @@ pub async fn worker(config: &Config, args: WorkerArgs) -> Result<u8> {
     ChecksConfigured(&gate).emit(&job_metrics);
     let model = ModelClient::new(model_config, model_metrics).context("model client")?;
     let readiness = Readiness::default();
+    // The store first: a database that is missing or not migrated must stop the worker
+    // before it serves /healthz as if it could work.
+    let store = store(config).await?;
     let (bound, server) = relata_worker::serve(addr, Arc::new(registry), readiness.clone())
         .await
         .with_context(|| format!("cannot listen on {addr} for /metrics"))?;
     tracing::info!(%bound, "serving /metrics, /healthz, /readyz");
 
-    let store = store(config).await?;
     let broker = broker(config).await?;
     let worker = Arc::new(Worker::new(
         settings,
@@ -245,7 +259,20 @@ pub async fn worker(config: &Config, args: WorkerArgs) -> Result<u8> {
     server.abort();
     match run {
         Ok(summary) => {
-            tracing::info!(?summary, "worker stopped");
+            let outcomes: Vec<String> = summary
+                .outcomes
+                .iter()
+                .map(|(outcome, n)| format!("{n} {outcome}"))
+                .collect();
+            tracing::info!(
+                "worker stopped: {}; {} abandoned at the shutdown deadline",
+                if outcomes.is_empty() {
+                    "no jobs".to_owned()
+                } else {
+                    outcomes.join(", ")
+                },
+                summary.abandoned
+            );
             Ok(0)
         }
         Err(e @ relata_worker::WorkerError::ProviderRefused(_)) => {
@@ -276,21 +303,39 @@ async fn shutdown_signal() {
     }
 }
 
+/// Exit code of `relata status` when the broker could not be asked for queue depths (the
+/// store's part is still printed).
+pub const EXIT_STATUS_NO_BROKER: u8 = 1;
+
 /// `relata status`.
-pub async fn status(config: &Config, json: bool) -> Result<()> {
+pub async fn status(config: &Config, json: bool) -> Result<u8> {
     let store = store(config).await?;
     let status = store.status().await?;
-    let depths = match broker(config).await {
-        Ok(b) => {
-            let d = b.queue_depths().await.ok();
-            b.close().await;
-            d
-        }
-        Err(e) => {
-            eprintln!("warning: queue depths unavailable: {e:#}");
-            None
-        }
+    // A status is a glance: a few seconds to reach the broker, not a worker's patience.
+    let broker_config = relata_queue::BrokerConfig {
+        connect_retry_max_ms: 3_000,
+        ..config.broker()
     };
+    let depths = match Broker::connect(broker_config).await {
+        Ok(b) => {
+            let d = b.queue_depths().await;
+            b.close().await;
+            d.map_err(|e| format!("{e}"))
+        }
+        Err(e) => Err(format!(
+            "cannot reach RabbitMQ at {}: {e}",
+            redact_url(&config.amqp_url)
+        )),
+    };
+    if let Err(e) = &depths {
+        eprintln!("warning: queue depths unavailable: {e}");
+    }
+    let code = if depths.is_ok() {
+        0
+    } else {
+        EXIT_STATUS_NO_BROKER
+    };
+    let depths = depths.ok();
     if json {
         let queues: Vec<_> = depths
             .iter()
@@ -298,10 +343,10 @@ pub async fn status(config: &Config, json: bool) -> Result<()> {
             .map(|q| serde_json::json!({"queue": q.name, "messages": q.messages, "consumers": q.consumers}))
             .collect();
         let out = serde_json::json!({"store": status, "queues": queues});
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(());
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
+        return Ok(code);
     }
-    println!("queues:");
+    outln!("queues:")?;
     match &depths {
         Some(d) => {
             for q in d {
@@ -309,28 +354,36 @@ pub async fn status(config: &Config, json: bool) -> Result<()> {
                 let c = q
                     .consumers
                     .map_or(String::new(), |c| format!(" ({c} consumers)"));
-                println!("  {:<40} {n}{c}", q.name);
+                outln!("  {:<40} {n}{c}", q.name)?;
             }
         }
-        None => println!("  (broker unavailable)"),
+        None => outln!("  (broker unavailable)")?,
     }
-    println!("jobs:");
+    outln!("jobs:")?;
     for j in &status.jobs {
-        println!("  {:<9} {:<8} {}", j.task, j.state, j.count);
+        outln!("  {:<9} {:<8} {}", j.task, j.state, j.count)?;
     }
     if !status.dead_letters.is_empty() {
-        println!("dead letters:");
+        outln!("dead letters:")?;
         for d in &status.dead_letters {
-            println!("  {:<9} {:<20} {}", d.task, d.reason, d.count);
+            outln!("  {:<9} {:<20} {}", d.task, d.reason, d.count)?;
         }
     }
-    println!("unpublished jobs: {}", status.unpublished);
-    println!("warnings awaiting review: {}", status.review_queue);
-    println!(
-        "invalid output, last 24 h: {}",
-        serde_json::to_string(&status.invalid_last_24h)?
-    );
-    Ok(())
+    outln!("unpublished jobs: {}", status.unpublished)?;
+    outln!("warnings awaiting review: {}", status.review_queue)?;
+    let r = &status.invalid_last_24h;
+    let pct = |x: Option<f64>| x.map_or_else(|| "-".to_owned(), |x| format!("{:.1}%", x * 100.0));
+    outln!(
+        "invalid output, last {} h: {} of {} responses had a rejection ({}); {} of {} rows rejected ({})",
+        r.window_hours,
+        r.responses_with_rejection,
+        r.responses,
+        pct(r.response_rate),
+        r.rejections,
+        r.rejections + r.accepted_rows,
+        pct(r.row_rate)
+    )?;
+    Ok(code)
 }
 
 /// `relata export`: JSONL on stdout.
@@ -352,9 +405,11 @@ pub async fn export(config: &Config, all_versions: bool) -> Result<()> {
     };
     let mut records = std::pin::pin!(store.export_versions(all_versions, current));
     while let Some(record) = records.next().await {
-        serde_json::to_writer(&mut out, &record?)?;
-        out.write_all(b"\n")?;
+        serde_json::to_writer(&mut out, &record?)
+            .map_err(std::io::Error::from)
+            .and_then(|()| out.write_all(b"\n"))
+            .map_err(crate::out::stdout_error)?;
     }
-    out.flush()?;
+    out.flush().map_err(crate::out::stdout_error)?;
     Ok(())
 }

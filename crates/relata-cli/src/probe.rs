@@ -38,11 +38,11 @@ const PROBE_SOURCE: &str = "Ada Lovelace wrote the first computer program in 184
 const PROBE_MAX_TOKENS: u32 = 400;
 
 fn step(status: &str, name: &str, detail: &str) {
-    println!("{status:<6} {name:<11} {detail}");
+    crate::out::line_or_exit(format_args!("{status:<6} {name:<11} {detail}"));
 }
 
 fn remedy(text: &str) {
-    println!("{:<6} {:<11} remedy: {text}", "", "");
+    crate::out::line_or_exit(format_args!("{:<6} {:<11} remedy: {text}", "", ""));
 }
 
 pub fn run(args: ProbeArgs) -> ExitCode {
@@ -94,7 +94,7 @@ pub fn run(args: ProbeArgs) -> ExitCode {
 
 async fn probe(client: &ModelClient) -> bool {
     let cfg = client.config();
-    println!(
+    crate::out::line_or_exit(format_args!(
         "probing {} (model {}, dialect {}, api key {})",
         cfg.url,
         cfg.model,
@@ -104,7 +104,7 @@ async fn probe(client: &ModelClient) -> bool {
         } else {
             "not set"
         }
-    );
+    ));
 
     // 1. Reachable.
     let mut failed = false;

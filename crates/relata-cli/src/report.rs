@@ -1,23 +1,24 @@
 //! `relata report`: validation failure rates by day, task, prompt version and model, from
 //! the store; `--check-doubling` turns it into an alert usable from cron.
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use chrono::{DateTime, Duration, Utc};
 use relata_store::{DoublingCheck, DoublingVerdict, Store};
 
 use crate::config::Config;
+use crate::out::outln;
 
 /// Exit code of `--check-doubling` when a task's failure rate doubled.
 pub const EXIT_DOUBLED: u8 = 1;
 
 #[derive(Debug, clap::Args)]
 pub struct ReportArgs {
-    /// Days of history to show (UTC days, the current one included).
-    #[arg(long, default_value_t = 14)]
+    /// Days of history to show (UTC days, the current one included); 1 to 3650.
+    #[arg(long, default_value_t = 14, value_parser = clap::value_parser!(u32).range(1..=3650))]
     pub days: u32,
-    /// Rejection reasons shown per line.
-    #[arg(long, default_value_t = 3)]
-    pub top: usize,
+    /// Rejection reasons shown per line; 1 to 20.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..=20))]
+    pub top: u16,
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
@@ -25,12 +26,15 @@ pub struct ReportArgs {
     /// the baseline's, with enough volume; exit 0 otherwise. For cron.
     #[arg(long)]
     pub check_doubling: bool,
-    /// --check-doubling: the baseline is this many 24-hour windows before the last one.
-    #[arg(long, default_value_t = 7, requires = "check_doubling")]
+    /// --check-doubling: the baseline is this many 24-hour windows before the last one;
+    /// 1 to 365.
+    #[arg(long, default_value_t = 7, requires = "check_doubling",
+          value_parser = clap::value_parser!(u32).range(1..=365))]
     pub baseline_days: u32,
     /// --check-doubling: the fewest responses the last 24 hours (and the baseline, pooled)
-    /// must hold for a verdict; below it the check stays silent.
-    #[arg(long, default_value_t = 200, requires = "check_doubling")]
+    /// must hold for a verdict; below it the check stays silent. 1 to 1000000000.
+    #[arg(long, default_value_t = 200, requires = "check_doubling",
+          value_parser = clap::value_parser!(i64).range(1..=1_000_000_000))]
     pub min_volume: i64,
     /// --check-doubling: evaluate as of this time (RFC 3339) instead of now.
     #[arg(long, requires = "check_doubling")]
@@ -38,15 +42,7 @@ pub struct ReportArgs {
 }
 
 pub async fn run(config: &Config, args: ReportArgs) -> Result<u8> {
-    if args.days == 0 {
-        bail!("--days must be at least 1");
-    }
-    if args.baseline_days == 0 {
-        bail!("--baseline-days must be at least 1");
-    }
-    let store = Store::connect(&config.database_url)
-        .await
-        .context("cannot connect to PostgreSQL")?;
+    let store = crate::pipeline::store(config).await?;
     if args.check_doubling {
         return check(&store, &args).await;
     }
@@ -54,27 +50,34 @@ pub async fn run(config: &Config, args: ReportArgs) -> Result<u8> {
     let today = now.date_naive().and_hms_opt(0, 0, 0).map(|t| t.and_utc());
     let from = today.unwrap_or(now) - Duration::days(i64::from(args.days) - 1);
     let rows = store
-        .drift_report(from, now + Duration::seconds(1), args.top)
+        .drift_report(from, now + Duration::seconds(1), usize::from(args.top))
         .await?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        outln!("{}", serde_json::to_string_pretty(&rows)?)?;
         return Ok(0);
     }
     if rows.is_empty() {
-        println!("no model responses since {}", from.date_naive());
+        outln!("no model responses since {}", from.date_naive())?;
         return Ok(0);
     }
-    println!(
+    outln!(
         "{:<10} {:<8} {:<14} {:<20} {:>9} {:>10} {:>9} {:>10}  top reasons",
-        "day", "task", "prompt", "model", "responses", "resp.fail", "rows", "row.fail"
-    );
+        "day",
+        "task",
+        "prompt",
+        "model",
+        "responses",
+        "resp.fail",
+        "rows",
+        "row.fail"
+    )?;
     for r in &rows {
         let reasons: Vec<String> = r
             .top_reasons
             .iter()
             .map(|x| format!("{} {}", x.reason, x.count))
             .collect();
-        println!(
+        outln!(
             "{:<10} {:<8} {:<14} {:<20} {:>9} {:>10} {:>9} {:>10}  {}",
             r.day.to_string(),
             r.task.as_str(),
@@ -85,7 +88,7 @@ pub async fn run(config: &Config, args: ReportArgs) -> Result<u8> {
             r.counts.rejections + r.counts.accepted_rows,
             pct(r.row_rate),
             reasons.join(", ")
-        );
+        )?;
     }
     Ok(0)
 }
@@ -104,15 +107,15 @@ async fn check(store: &Store, args: &ReportArgs) -> Result<u8> {
             "doubled": fired,
             "tasks": checks,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
     } else if checks.is_empty() {
-        println!(
+        outln!(
             "no model responses in the last {} days: nothing to check",
             args.baseline_days + 1
-        );
+        )?;
     } else {
         for c in &checks {
-            println!("{}", explain(c, args));
+            outln!("{}", explain(c, args))?;
         }
     }
     Ok(if fired { EXIT_DOUBLED } else { 0 })

@@ -292,3 +292,78 @@ fn usage_errors_exit_2_with_a_message() {
     let msg = usage_error(&["check", "--task", "extract", "--input", good]);
     assert!(msg.contains("--response"), "{msg}");
 }
+
+#[test]
+fn check_reads_the_workers_check_settings_from_the_config_file() {
+    let d = dir("config-checks");
+    let i = d.join("input.json");
+    let r = d.join("response");
+    std::fs::write(&i, extract_input()).unwrap();
+    // "N/A" is degenerate: rejected by default, kept with a warning when demoted.
+    std::fs::write(
+        &r,
+        r#"{"entities":[{"name":"N/A","type":"person"}],"claims":[]}"#,
+    )
+    .unwrap();
+    let args = [
+        "check",
+        "--task",
+        "extract",
+        "--input",
+        i.to_str().unwrap(),
+        "--response",
+        r.to_str().unwrap(),
+    ];
+    let out = relata(&args);
+    assert_eq!(out.status.code(), Some(4), "{out:?}");
+    let config = d.join("relata.toml");
+    std::fs::write(
+        &config,
+        "[checks.degenerate]\nenabled = true\nseverity = \"warn\"\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_relata"))
+        .args(args)
+        .arg("--config")
+        .arg(&config)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("demoted"), "{stderr}");
+}
+
+#[test]
+fn check_reads_no_more_of_a_response_than_a_worker_would() {
+    // An endless response (`/dev/zero`): judged `too_large` from the first bytes past the
+    // bound, where reading it whole would never end.
+    let d = dir("huge-response");
+    let i = d.join("input.json");
+    std::fs::write(&i, extract_input()).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_relata"))
+        .args([
+            "check",
+            "--task",
+            "extract",
+            "--input",
+            i.to_str().unwrap(),
+            "--response",
+            "/dev/zero",
+        ])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("relata check is still reading an endless response");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(4), "{stdout}");
+    assert!(stdout.contains("too_large"), "{stdout}");
+}

@@ -24,6 +24,10 @@ closed_enum! {
         /// this worker runs. Processing it would store rows under a provenance the job
         /// never asked for; a backfill for the current version creates its own jobs.
         VersionMismatch = "version_mismatch",
+        /// The store refused the job's outcome for a reason other than availability (a
+        /// data exception, a violated constraint). Trying again would refuse it again, and
+        /// would ask the model again; the detail says what was refused.
+        StoreRejected = "store_rejected",
     }
 }
 

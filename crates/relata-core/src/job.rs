@@ -52,9 +52,8 @@ impl JobMessage {
             job_id: String,
         }
         let raw: Raw = serde_json::from_slice(bytes).map_err(|e| {
-            let mut s = e.to_string();
-            s.truncate(200);
-            JobMessageError::Decode(s)
+            let s = e.to_string();
+            JobMessageError::Decode(crate::text::cut(&s, 200).to_owned())
         })?;
         if raw.v != JOB_MESSAGE_VERSION {
             return Err(JobMessageError::Version(raw.v));
@@ -93,5 +92,23 @@ mod tests {
                 String::from_utf8_lossy(bad)
             );
         }
+    }
+
+    #[test]
+    fn a_decode_error_cut_inside_a_character_is_an_error_not_a_panic() {
+        // serde_json echoes an unknown key, or a string where a number belongs, whole; at
+        // two bytes a character, one of two lengths puts byte 200 inside one.
+        for n in 95..=105 {
+            let long = "é".repeat(n);
+            for msg in [
+                format!(r#"{{"{long}":1}}"#),
+                format!(r#"{{"v":"{long}","task":"extract","job_id":"x"}}"#),
+            ] {
+                let err = JobMessage::decode(msg.as_bytes()).unwrap_err().to_string();
+                assert!(err.len() <= 260, "{err}");
+            }
+        }
+        // And bytes that are not UTF-8 at all.
+        assert!(JobMessage::decode(&[0xff, 0xfe, 0x00, 0xc3]).is_err());
     }
 }

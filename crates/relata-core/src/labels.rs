@@ -46,6 +46,10 @@ closed_enum! {
         Truncated = "truncated",
         /// The provider reported a refusal instead of content.
         Refusal = "refusal",
+        /// A string the store cannot hold: PostgreSQL text refuses NUL (U+0000), which JSON
+        /// can carry as `\u0000`. Judged by the gate so the row is recorded once as
+        /// invalid; left to the commit it would fail every time and be asked for again.
+        Unstorable = "unstorable",
     }
 }
 

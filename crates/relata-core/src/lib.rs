@@ -17,6 +17,7 @@ pub mod job;
 pub mod labels;
 pub mod sentences;
 pub mod task;
+pub mod text;
 
 pub use closed::UnknownLabel;
 pub use contract::{CLASSIFY_V1, Contract, EXTRACT_V1};

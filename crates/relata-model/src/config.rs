@@ -224,7 +224,11 @@ impl ModelConfig {
                 // The error names the file and the IO failure, never the contents.
                 let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Invalid {
                     name: "RELATA_MODEL_API_KEY_FILE",
-                    problem: format!("cannot read {}: {}", path.display(), e.kind()),
+                    problem: format!(
+                        "cannot read the API key file {}: {}; create it, or point RELATA_MODEL_API_KEY_FILE (or api_key_file under [model] in the config file) at the file that holds the key",
+                        path.display(),
+                        e.kind()
+                    ),
                 })?;
                 let key = text.trim();
                 if key.is_empty() {
@@ -301,6 +305,68 @@ impl ModelConfig {
         if self.max_body_bytes < 1024 {
             return invalid("RELATA_MODEL_MAX_BODY_BYTES", "must be at least 1024");
         }
+        // Upper bounds: beyond them a number is a typo, and some (a timeout of u64::MAX
+        // ms) overflow the clock arithmetic of the HTTP client and the backoff.
+        const HOUR_MS: u64 = 3_600_000;
+        for (name, v, max) in [
+            (
+                "RELATA_MODEL_CONNECT_TIMEOUT_MS",
+                self.connect_timeout_ms,
+                HOUR_MS,
+            ),
+            (
+                "RELATA_MODEL_REQUEST_TIMEOUT_MS",
+                self.request_timeout_ms,
+                HOUR_MS,
+            ),
+            (
+                "RELATA_MODEL_RETRY_MAX_ATTEMPTS",
+                u64::from(self.retry_max_attempts),
+                10_000,
+            ),
+            (
+                "RELATA_MODEL_RETRY_MAX_ELAPSED_MS",
+                self.retry_max_elapsed_ms,
+                24 * HOUR_MS,
+            ),
+            (
+                "RELATA_MODEL_RETRY_BASE_DELAY_MS",
+                self.retry_base_delay_ms,
+                HOUR_MS,
+            ),
+            (
+                "RELATA_MODEL_RETRY_MAX_DELAY_MS",
+                self.retry_max_delay_ms,
+                HOUR_MS,
+            ),
+            (
+                "RELATA_MODEL_RETRY_AFTER_CAP_MS",
+                self.retry_after_cap_ms,
+                HOUR_MS,
+            ),
+            (
+                "RELATA_MODEL_MAX_CONCURRENCY",
+                self.max_concurrency as u64,
+                1024,
+            ),
+            (
+                "RELATA_MODEL_MAX_TOKENS",
+                u64::from(self.max_tokens),
+                1_000_000,
+            ),
+            (
+                "RELATA_MODEL_MAX_BODY_BYTES",
+                self.max_body_bytes as u64,
+                64 * 1024 * 1024,
+            ),
+        ] {
+            if v > max {
+                return Err(ConfigError::Invalid {
+                    name,
+                    problem: format!("must be at most {max}, not {v}"),
+                });
+            }
+        }
         Ok(())
     }
 
@@ -339,6 +405,25 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         move |k| m.get(k).cloned()
+    }
+
+    #[test]
+    fn numbers_past_their_upper_bound_are_refused_by_name() {
+        for (name, value) in [
+            ("RELATA_MODEL_REQUEST_TIMEOUT_MS", "18446744073709551615"),
+            ("RELATA_MODEL_RETRY_MAX_ATTEMPTS", "1000000"),
+            ("RELATA_MODEL_MAX_BODY_BYTES", "1000000000000"),
+        ] {
+            let e = ModelConfig::default()
+                .with_env(env(&[
+                    ("RELATA_MODEL_URL", "http://127.0.0.1:1/v1"),
+                    ("RELATA_MODEL_NAME", "m"),
+                    (name, value),
+                ]))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(name) && e.contains("at most"), "{e}");
+        }
     }
 
     #[test]

@@ -102,6 +102,10 @@
 //! | `RELATA_MODEL_SEED` | unset | `seed`, when set |
 //! | `RELATA_MODEL_MAX_BODY_BYTES` | 278528 | response body bound; more is `too_large` |
 //!
+//! Every number has an upper bound (timeouts and delays one hour, the retry window a day,
+//! 10,000 attempts (the retry window bounds them first), 1024 in flight, 1,000,000 tokens, 64 MiB of body); past it the setting is
+//! refused by name.
+//!
 //! # Secrets
 //!
 //! The key is an [`ApiKey`], whose `Debug` and `Display` print `[redacted]`. It is never

@@ -10,10 +10,12 @@
 use indicatif::ProgressBar;
 use relata_core::{Task, TaskVersion};
 use relata_queue::Broker;
-use relata_store::{ChunkSpan as StoreSpan, JobToPublish, Store, StoreError, UpsertKind};
+use relata_store::{
+    ChunkSpan as StoreSpan, ErrorKind, JobToPublish, Store, StoreError, UpsertKind,
+};
 
 use crate::chunk::chunk;
-use crate::corpus::{CorpusError, CorpusReader};
+use crate::corpus::{CorpusError, CorpusReader, bounded};
 use crate::dispatch::{DispatchError, PUBLISH_BATCH, publish_jobs};
 
 #[derive(Debug, Clone)]
@@ -86,7 +88,7 @@ pub async fn ingest(
                 end: s.end,
             })
             .collect();
-        let outcome = store
+        let upserted = store
             .upsert_document(
                 &options.source,
                 &doc.external_id,
@@ -94,7 +96,23 @@ pub async fn ingest(
                 &doc.text,
                 &spans,
             )
-            .await?;
+            .await;
+        let outcome = match upserted {
+            Ok(o) => o,
+            // The readers refuse what the store cannot hold before any SQL; should a value
+            // get past them, the store's refusal of this one document is still this
+            // document's problem, not the run's.
+            Err(e) if e.kind() == ErrorKind::InvalidInput => {
+                summary.bad_input += 1;
+                on_bad_input(&CorpusError::StoreRefused {
+                    id: bounded(&doc.external_id),
+                    detail: e.to_string(),
+                });
+                progress.inc(1);
+                continue;
+            }
+            Err(e) => return Err(e.into()),
+        };
         match outcome.kind {
             UpsertKind::New => summary.new += 1,
             UpsertKind::Changed => summary.changed += 1,

@@ -95,6 +95,7 @@ impl Broker {
     /// Validate the configuration, connect (retrying for up to
     /// `connect_retry_max_ms`), and declare the topology.
     pub async fn connect(config: BrokerConfig) -> Result<Broker, QueueError> {
+        crate::config::check_amqp_url(&config.url)?;
         let topology = Topology::new(&config.topology)?;
         let broker = Broker {
             inner: Arc::new(Inner {

@@ -13,6 +13,7 @@ use lapin::types::{AMQPValue, FieldTable, LongString};
 use lapin::{BasicProperties, Channel};
 use relata_core::dead::DeadReason;
 use relata_core::task::{JobId, Task};
+use relata_core::text::cut as bounded;
 use tokio::sync::{mpsc, oneshot};
 
 use crate::broker::{
@@ -453,18 +454,6 @@ pub(crate) fn as_u64(v: &AMQPValue) -> Option<u64> {
         AMQPValue::Timestamp(n) => Some(*n),
         _ => None,
     }
-}
-
-/// `s` cut to at most `max` bytes at a character boundary.
-fn bounded(s: &str, max: usize) -> &str {
-    if s.len() <= max {
-        return s;
-    }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
 }
 
 #[cfg(test)]

@@ -44,7 +44,7 @@ pub use broker::{
     ATTEMPT_HEADER, Broker, DEAD_DETAIL_HEADER, DEAD_DETAIL_MAX_BYTES, DEAD_REASON_HEADER,
     DELIVERY_COUNT_HEADER, OutgoingJob, QueueDepth, TASK_HEADER,
 };
-pub use config::{BrokerConfig, TopologyConfig, redact_url};
+pub use config::{BrokerConfig, TopologyConfig, check_amqp_url, redact_url};
 pub use consume::{Deliveries, Delivery};
 pub use error::QueueError;
 pub use relata_core::dead::DeadReason;

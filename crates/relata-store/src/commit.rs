@@ -1,5 +1,6 @@
 //! Committing a job's outcome: one transaction per job, idempotent on the job.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
 use relata_core::{Handle, JobId, Reason, RowKind, Task};
@@ -524,7 +525,7 @@ struct WarningColumns<'a> {
     index: Vec<i32>,
     warning: Vec<&'static str>,
     reason: Vec<Option<&'static str>>,
-    detail: Vec<&'a str>,
+    detail: Vec<Cow<'a, str>>,
 }
 
 impl<'a> WarningColumns<'a> {
@@ -545,7 +546,7 @@ struct RejectionColumns<'a> {
     reason: Vec<&'static str>,
     kind: Vec<Option<&'static str>>,
     index: Vec<Option<i32>>,
-    detail: Vec<&'a str>,
+    detail: Vec<Cow<'a, str>>,
 }
 
 impl<'a> RejectionColumns<'a> {

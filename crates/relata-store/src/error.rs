@@ -22,6 +22,9 @@ pub enum ErrorKind {
     Invariant,
     /// Applying migrations failed.
     Migration,
+    /// The database lacks migrations this relata needs (`relata migrate` has not run).
+    /// Not retryable.
+    NotMigrated,
     /// Anything else (decode errors, a closed pool, configuration).
     Other,
 }
@@ -42,6 +45,10 @@ pub enum StoreError {
     InvalidInput(String),
     #[error("store invariant violated: {0}")]
     Invariant(String),
+    #[error(
+        "the database lacks {pending} of relata's {total} migrations: run `relata migrate` first"
+    )]
+    NotMigrated { pending: usize, total: usize },
 }
 
 impl StoreError {
@@ -56,6 +63,7 @@ impl StoreError {
             StoreError::JobNotFound(_) | StoreError::ChunkNotFound(_) => ErrorKind::NotFound,
             StoreError::InvalidInput(_) => ErrorKind::InvalidInput,
             StoreError::Invariant(_) => ErrorKind::Invariant,
+            StoreError::NotMigrated { .. } => ErrorKind::NotMigrated,
         }
     }
 
@@ -93,6 +101,12 @@ fn classify(e: &sqlx::Error) -> ErrorKind {
             }
             // 23: integrity constraint violation
             Some(c) if c.starts_with("23") => ErrorKind::Invariant,
+            // 22: data exception (a NUL in text, a value out of range): the same values
+            // would be refused again, so this is never "try later".
+            Some(c) if c.starts_with("22") => ErrorKind::InvalidInput,
+            // 42P01 undefined_table, 42703 undefined_column: a schema older than this
+            // relata — `relata migrate` has not run.
+            Some("42P01" | "42703") => ErrorKind::NotMigrated,
             _ => ErrorKind::Other,
         },
         sqlx::Error::RowNotFound => ErrorKind::NotFound,

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use relata_core::{JobId, Task, TaskVersion};
 use sqlx::types::Json;
 use sqlx::{PgConnection, Row};
+use std::borrow::Cow;
 
 use crate::error::{Result, StoreError};
 use relata_core::DeadReason;
@@ -353,7 +354,7 @@ pub(crate) struct CallColumns<'a> {
     pub attempts: i32,
     pub prompt_tokens: Option<i64>,
     pub completion_tokens: Option<i64>,
-    pub excerpt: Option<&'a str>,
+    pub excerpt: Option<Cow<'a, str>>,
     pub sent_schema_sha256: Option<&'a str>,
 }
 
@@ -460,11 +461,20 @@ fn duration_ms(start: DateTime<Utc>, end: DateTime<Utc>) -> i64 {
     (end - start).num_milliseconds().max(0)
 }
 
-/// At most [`EXCERPT_MAX_CHARS`] characters.
-pub(crate) fn bounded(s: &str) -> &str {
-    match s.char_indices().nth(EXCERPT_MAX_CHARS) {
+/// Diagnostic text (a detail, an excerpt) as the store can hold it: at most
+/// [`EXCERPT_MAX_CHARS`] characters, a NUL (which PostgreSQL text refuses) shown as U+FFFD.
+///
+/// Diagnostics quote model output and inputs, so they can carry anything; a detail that
+/// made its own commit fail would turn a recorded rejection into a failed job.
+pub(crate) fn bounded(s: &str) -> Cow<'_, str> {
+    let s = match s.char_indices().nth(EXCERPT_MAX_CHARS) {
         Some((i, _)) => &s[..i],
         None => s,
+    };
+    if s.contains('\0') {
+        Cow::Owned(s.replace('\0', "\u{fffd}"))
+    } else {
+        Cow::Borrowed(s)
     }
 }
 

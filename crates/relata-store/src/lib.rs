@@ -109,7 +109,11 @@ impl Store {
     }
 
     pub async fn connect_with(url: &str, options: &StoreOptions) -> Result<Store> {
+        use sqlx::{ConnectOptions, Connection};
         let connect: PgConnectOptions = url.parse()?;
+        // One direct connection first: the pool retries a refused connection until its
+        // acquire timeout, so a wrong port or host would take that long to be reported.
+        connect.connect().await?.close().await?;
         let pool = PgPoolOptions::new()
             .max_connections(options.max_connections)
             .acquire_timeout(options.acquire_timeout)
@@ -168,6 +172,36 @@ impl Store {
     /// once (sqlx takes an advisory lock).
     pub async fn migrate(&self) -> Result<()> {
         MIGRATOR.run(&self.pool).await?;
+        Ok(())
+    }
+
+    /// Fails with [`StoreError::NotMigrated`] when a migration this relata knows has not
+    /// been applied: every command but `relata migrate` checks this before it starts, so a
+    /// missing table is reported as "run `relata migrate`", not as the first query's error.
+    pub async fn check_migrated(&self) -> Result<()> {
+        let applied: Vec<i64> =
+            match sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+                .fetch_all(&self.pool)
+                .await
+            {
+                Ok(v) => v,
+                Err(e) => match StoreError::from(e) {
+                    e if e.kind() == ErrorKind::NotMigrated => Vec::new(),
+                    e => return Err(e),
+                },
+            };
+        let known: Vec<i64> = MIGRATOR
+            .iter()
+            .filter(|m| !m.migration_type.is_down_migration())
+            .map(|m| m.version)
+            .collect();
+        let pending = known.iter().filter(|v| !applied.contains(v)).count();
+        if pending > 0 {
+            return Err(StoreError::NotMigrated {
+                pending,
+                total: known.len(),
+            });
+        }
         Ok(())
     }
 

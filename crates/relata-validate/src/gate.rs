@@ -85,6 +85,14 @@ fn string<'j>(v: &'j Json<'_>, name: &str, max_chars: usize) -> Result<&'j str, 
             format!("{name:?} is {}, not a string", v.type_name()),
         );
     };
+    // Before any other check: the store cannot hold a NUL, and a row it cannot hold must
+    // be rejected here, once, not fail its commit on every attempt.
+    if let Some(at) = s.find('\0') {
+        return fail(
+            Reason::Unstorable,
+            format!("{name:?} holds a NUL character (U+0000) at byte {at}"),
+        );
+    }
     // Cheap upper bound first: a string of at most max bytes has at most max chars.
     if s.len() > max_chars {
         let n = s.chars().count();

@@ -419,7 +419,7 @@ impl Worker {
                 let why = format!("job {} is not in the ledger", msg.job_id);
                 return (None, dead(DeadReason::MissingInput, why));
             }
-            Err(_) => return (job_id, Settle::Requeue),
+            Err(e) => return (job_id, self.store_failed(&msg.job_id, &e, None).await),
         };
         if job.state.is_terminal() {
             // A crash between an extract commit and publishing its classify jobs is
@@ -490,7 +490,7 @@ impl Worker {
                 Settle::Ack(outcome_of(c.state))
             }
             Ok(CommitOutcome::AlreadyCommitted { .. }) => Settle::Ack(JobOutcome::AlreadyDone),
-            Err(_) => Settle::Requeue,
+            Err(e) => self.store_failed(&job.job_id, &e, Some(&record)).await,
         }
     }
 
@@ -506,7 +506,7 @@ impl Worker {
             .await
         {
             Ok(c) => c,
-            Err(_) => return Settle::Requeue,
+            Err(e) => return self.store_failed(&job.job_id, &e, None).await,
         };
         // Handles are numbered in claim-id order, per request; the map back to ids never
         // leaves this function except into the commit.
@@ -557,7 +557,7 @@ impl Worker {
                 Settle::Ack(outcome_of(c.state))
             }
             Ok(CommitOutcome::AlreadyCommitted { .. }) => Settle::Ack(JobOutcome::AlreadyDone),
-            Err(_) => Settle::Requeue,
+            Err(e) => self.store_failed(&job.job_id, &e, Some(&record)).await,
         }
     }
 
@@ -574,12 +574,11 @@ impl Worker {
         match error.class() {
             ErrorClass::Transport => match self.policy.decide(attempt) {
                 RetryDecision::RetryLater { next_attempt, tier } => {
-                    if self
+                    if let Err(e) = self
                         .store_retry(|| self.store.record_attempt(&job.job_id, Some(&call)))
                         .await
-                        .is_err()
                     {
-                        return Settle::Requeue;
+                        return self.store_failed(&job.job_id, &e, Some(&call)).await;
                     }
                     Settle::RetryLater { next_attempt, tier }
                 }
@@ -624,7 +623,7 @@ impl Worker {
                     Ok(CommitOutcome::AlreadyCommitted { .. }) => {
                         Settle::Ack(JobOutcome::AlreadyDone)
                     }
-                    Err(_) => Settle::Requeue,
+                    Err(e) => self.store_failed(&job.job_id, &e, Some(&call)).await,
                 }
             }
         }
@@ -643,8 +642,29 @@ impl Worker {
         {
             Ok(CommitOutcome::Committed(_)) => dead(reason, detail.to_owned()),
             Ok(CommitOutcome::AlreadyCommitted { .. }) => Settle::Ack(JobOutcome::AlreadyDone),
-            Err(_) => Settle::Requeue,
+            Err(e) if e.is_retryable() => Settle::Requeue,
+            // The ledger cannot say so, but the message must still leave the queue: a
+            // requeue would bring back the same refusal (and another model call).
+            Err(_) => dead(reason, detail.to_owned()),
         }
+    }
+
+    /// A store operation failed. Unavailable or contended: requeue, the store may be back
+    /// by the redelivery. Anything else (a data exception, a constraint, a missing
+    /// migration) would fail the same way every time, and a redelivery would ask the model
+    /// again: the job is dead-lettered `store_rejected` with what the store said.
+    async fn store_failed(
+        &self,
+        job_id: &JobId,
+        error: &StoreError,
+        call: Option<&NewModelCall>,
+    ) -> Settle {
+        if error.is_retryable() {
+            return Settle::Requeue;
+        }
+        let detail = format!("the store refused, for a reason other than availability: {error}");
+        self.mark_dead(job_id, DeadReason::StoreRejected, &detail, call)
+            .await
     }
 
     /// After an extract job's outcome is committed: create and publish the classify jobs

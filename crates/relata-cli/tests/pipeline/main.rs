@@ -8,6 +8,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod backfill;
+mod badinput;
 mod common;
 mod faults;
 mod flow;

@@ -4,7 +4,7 @@ use std::fs;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
-use super::error::CorpusError;
+use super::error::{CorpusError, unstorable};
 use super::{DEFAULT_MAX_TEXT_BYTES, Location, SourceDocument};
 
 /// Options for [`DirReader`].
@@ -31,7 +31,7 @@ impl Default for DirOptions {
 /// - Names starting with `.` (`.git`, editor files) are neither read nor counted.
 /// - Files with another extension, and symbolic links to directories (which could form
 ///   cycles), are skipped and counted ([`DirReader::skipped`]). Symbolic links to files
-///   are read.
+///   under the root are read; one to a file outside it is an error naming the link.
 /// - The extension match is case-insensitive (`NOTES.MD` is markdown).
 /// - External id: the path relative to the root, components joined by `/` on every
 ///   platform. Title: for `.md`, the first level-one ATX heading (`# Title`) outside code
@@ -74,6 +74,12 @@ impl DirReader {
             options,
             skipped: 0,
         })
+    }
+
+    /// Whether the file a symbolic link resolves to lies under the corpus root.
+    fn inside_root(&self, link: &Path) -> std::io::Result<bool> {
+        let root = fs::canonicalize(&self.root)?;
+        Ok(fs::canonicalize(link)?.starts_with(root))
     }
 
     /// Files skipped so far: another extension, or a symbolic link to a directory.
@@ -130,11 +136,15 @@ impl DirReader {
                 .map(|s| s.to_string_lossy().into_owned())
                 .filter(|s| !s.trim().is_empty())
         });
-        Ok(SourceDocument {
+        let doc = SourceDocument {
             external_id,
             title,
             text,
-        })
+        };
+        match unstorable(&Location::File(path.to_owned()), &doc) {
+            Some(e) => Err(e),
+            None => Ok(doc),
+        }
     }
 }
 
@@ -164,7 +174,12 @@ impl Iterator for DirReader {
             };
             let is_file = if file_type.is_symlink() {
                 match fs::metadata(&path) {
-                    Ok(target) => target.is_file(),
+                    Ok(target) if target.is_file() => match self.inside_root(&path) {
+                        Ok(true) => true,
+                        Ok(false) => return Some(Err(CorpusError::OutsideRoot { path })),
+                        Err(io) => return Some(Err(CorpusError::ReadFile { path, io })),
+                    },
+                    Ok(_) => false,
                     Err(io) => return Some(Err(CorpusError::ReadFile { path, io })),
                 }
             } else {

@@ -18,6 +18,9 @@ pub const MAX_ECHO_CHARS: usize = 80;
 pub enum Location {
     File(PathBuf),
     Line(u64),
+    /// A document named by its external id (bounded), where the reader's position is no
+    /// longer known.
+    Id(String),
 }
 
 impl fmt::Display for Location {
@@ -25,6 +28,7 @@ impl fmt::Display for Location {
         match self {
             Location::File(path) => write!(f, "{}", path.display()),
             Location::Line(line) => write!(f, "line {line}"),
+            Location::Id(id) => write!(f, "document {id:?}"),
         }
     }
 }
@@ -101,6 +105,37 @@ pub enum CorpusError {
         bytes: u64,
         max: usize,
     },
+    /// A field the store cannot hold: PostgreSQL text refuses NUL (U+0000). Decided here,
+    /// before any SQL, so the item is named and skipped and the rest of the corpus goes on.
+    #[error(
+        "{location}: the {field} holds a NUL character (U+0000) at byte {at}, which the store cannot hold"
+    )]
+    Unstorable {
+        location: Location,
+        field: &'static str,
+        at: usize,
+    },
+    /// A symbolic link whose target is outside the corpus directory: following it would
+    /// ingest files the corpus does not hold (and name them by a path inside it).
+    #[error("{}: a symbolic link to a file outside the corpus directory; not followed", path.display())]
+    OutsideRoot { path: PathBuf },
+    /// A JSONL object naming the same key twice: which value was meant is ambiguous, and
+    /// a parser that silently keeps one is how a document changes without anyone asking.
+    #[error("line {line}: the key {key:?} appears more than once")]
+    DuplicateKey {
+        line: u64,
+        /// Bounded to [`MAX_ECHO_CHARS`].
+        key: String,
+    },
+    /// The store refused the document for a reason that is not availability (a data
+    /// exception). Defence in depth behind [`CorpusError::Unstorable`]: the item is named
+    /// by its id and skipped.
+    #[error("document {id:?}: the store refused it: {detail}")]
+    StoreRefused {
+        /// Bounded to [`MAX_ECHO_CHARS`].
+        id: String,
+        detail: String,
+    },
     /// An external id already yielded earlier in the same input.
     #[error("line {line}: duplicate id {id:?}, first seen on line {first_line}")]
     DuplicateId {
@@ -122,6 +157,7 @@ impl CorpusError {
             | ReadFile { path, .. }
             | NonUtf8Path { path }
             | NonUtf8File { path, .. }
+            | OutsideRoot { path }
             | EmptyFile { path } => Location::File(path.clone()),
             ReadLine { line, .. }
             | LineTooLong { line, .. }
@@ -131,8 +167,10 @@ impl CorpusError {
             | MissingField { line, .. }
             | WrongType { line, .. }
             | EmptyField { line, .. }
+            | DuplicateKey { line, .. }
             | DuplicateId { line, .. } => Location::Line(*line),
-            TextTooLarge { location, .. } => location.clone(),
+            TextTooLarge { location, .. } | Unstorable { location, .. } => location.clone(),
+            StoreRefused { id, .. } => Location::Id(id.clone()),
         }
     }
 
@@ -158,6 +196,10 @@ impl CorpusError {
             E::EmptyField { .. } => K::EmptyField,
             E::TextTooLarge { .. } => K::TextTooLarge,
             E::DuplicateId { .. } => K::DuplicateId,
+            E::Unstorable { .. } => K::Unstorable,
+            E::OutsideRoot { .. } => K::OutsideRoot,
+            E::DuplicateKey { .. } => K::DuplicateKey,
+            E::StoreRefused { .. } => K::StoreRefused,
         }
     }
 
@@ -212,6 +254,10 @@ kinds! {
     EmptyField = "empty_field",
     TextTooLarge = "text_too_large",
     DuplicateId = "duplicate_id",
+    Unstorable = "unstorable",
+    OutsideRoot = "outside_root",
+    DuplicateKey = "duplicate_key",
+    StoreRefused = "store_refused",
 }
 
 impl fmt::Display for CorpusErrorKind {
@@ -226,4 +272,21 @@ pub(crate) fn bounded(s: &str) -> String {
         None => s.to_owned(),
         Some((cut, _)) => format!("{}…", &s[..cut]),
     }
+}
+
+/// The first field of `doc` the store cannot hold, as the error naming it.
+pub(crate) fn unstorable(location: &Location, doc: &super::SourceDocument) -> Option<CorpusError> {
+    let fields = [
+        ("id", Some(doc.external_id.as_str())),
+        ("title", doc.title.as_deref()),
+        ("text", Some(doc.text.as_str())),
+    ];
+    fields.into_iter().find_map(|(field, value)| {
+        let at = value?.find('\0')?;
+        Some(CorpusError::Unstorable {
+            location: location.clone(),
+            field,
+            at,
+        })
+    })
 }

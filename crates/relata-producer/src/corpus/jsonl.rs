@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::error::{CorpusError, bounded};
+use super::error::{CorpusError, bounded, unstorable};
 use super::{DEFAULT_MAX_TEXT_BYTES, Location, SourceDocument};
 
 /// Default bound on one JSONL line. Above the text bound because JSON escaping can make a
@@ -199,6 +199,19 @@ impl<R: BufRead> JsonlReader<R> {
                 found: json_type(&value),
             }));
         };
+        // `Value` keeps the last of repeated keys without a word; a second, key-only pass
+        // over the line (values skipped) refuses them.
+        if let Err(e) = serde_json::from_str::<UniqueKeys>(text) {
+            let key = e.to_string();
+            let key = key
+                .strip_prefix(DUPLICATE_KEY)
+                .and_then(|k| k.rsplit_once(" at line ").map(|(k, _)| k))
+                .unwrap_or(&key);
+            return Some(Err(CorpusError::DuplicateKey {
+                line,
+                key: bounded(key),
+            }));
+        }
         Some(self.document(line, object))
     }
 
@@ -280,12 +293,16 @@ impl<R: BufRead> JsonlReader<R> {
             Some(Value::String(s)) => s,
             _ => return Err(missing(&self.options.text_field)),
         };
-        self.seen.insert(external_id.clone(), line);
-        Ok(SourceDocument {
+        let doc = SourceDocument {
             external_id,
             title,
             text,
-        })
+        };
+        if let Some(e) = unstorable(&Location::Line(line), &doc) {
+            return Err(e);
+        }
+        self.seen.insert(doc.external_id.clone(), line);
+        Ok(doc)
     }
 }
 
@@ -348,5 +365,36 @@ fn json_type(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "an array",
         Value::Object(_) => "an object",
+    }
+}
+
+const DUPLICATE_KEY: &str = "duplicate key ";
+
+/// Deserialises an object's keys only, failing on the first key seen twice.
+struct UniqueKeys;
+
+impl<'de> serde::Deserialize<'de> for UniqueKeys {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = UniqueKeys;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<UniqueKeys, A::Error> {
+                let mut keys = std::collections::HashSet::new();
+                while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    if !keys.insert(k.clone()) {
+                        return Err(serde::de::Error::custom(format_args!("{DUPLICATE_KEY}{k}")));
+                    }
+                }
+                Ok(UniqueKeys)
+            }
+        }
+        d.deserialize_map(Visitor)
     }
 }

@@ -471,6 +471,94 @@ fn dir_symlinked_directories_are_skipped_not_followed() {
 }
 
 #[test]
+fn dir_symlink_to_a_file_outside_the_root_is_named_not_followed() {
+    let outside = TempDir::new();
+    let secret = outside.write("secret.txt", b"not part of the corpus");
+    let dir = TempDir::new();
+    dir.write("a.txt", b"a");
+    std::os::unix::fs::symlink(&secret, dir.path().join("b.txt")).unwrap();
+    let items: Vec<_> = DirReader::open(dir.path()).unwrap().collect();
+    assert_eq!(items.len(), 2);
+    assert_eq!(items[0].as_ref().unwrap().external_id, "a.txt");
+    let err = items[1].as_ref().unwrap_err();
+    assert_eq!(err.kind(), CorpusErrorKind::OutsideRoot, "{err}");
+    assert_eq!(err.location(), Location::File(dir.path().join("b.txt")));
+    assert!(!err.is_fatal());
+}
+
+#[test]
+fn dir_a_nul_byte_in_a_file_is_named_and_the_rest_are_read() {
+    let dir = TempDir::new();
+    dir.write("a.txt", b"before");
+    dir.write("b.txt", b"one\0two");
+    dir.write("c.txt", b"after");
+    let items: Vec<_> = DirReader::open(dir.path()).unwrap().collect();
+    assert_eq!(items.len(), 3);
+    let err = items[1].as_ref().unwrap_err();
+    assert_eq!(err.kind(), CorpusErrorKind::Unstorable);
+    assert_eq!(err.location(), Location::File(dir.path().join("b.txt")));
+    assert!(
+        err.to_string()
+            .contains("text holds a NUL character (U+0000) at byte 3"),
+        "{err}"
+    );
+    assert_eq!(items[2].as_ref().unwrap().external_id, "c.txt");
+}
+
+#[test]
+fn jsonl_a_nul_in_id_title_or_text_is_named_and_good_lines_survive() {
+    let input = concat!(
+        r#"{"id": "a", "text": "fine", "title": "T"}"#,
+        "\n",
+        r#"{"id": "b\u0000", "text": "fine"}"#,
+        "\n",
+        r#"{"id": "c", "text": "fine", "title": "x\u0000"}"#,
+        "\n",
+        r#"{"id": "d", "text": "one\u0000two"}"#,
+        "\n",
+        r#"{"id": "e", "text": "fine"}"#,
+        "\n",
+    );
+    let items = jsonl(
+        input.as_bytes(),
+        JsonlOptions::default().with_title_field("title"),
+    );
+    assert_eq!(items.len(), 5);
+    assert_eq!(items[0].as_ref().unwrap().external_id, "a");
+    for (i, field, at) in [(1, "id", 1), (2, "title", 1), (3, "text", 3)] {
+        assert_err(
+            &items[i],
+            i as u64 + 1,
+            CorpusErrorKind::Unstorable,
+            &format!(
+                "line {}: the {field} holds a NUL character (U+0000) at byte {at}, which the store cannot hold",
+                i + 1
+            ),
+        );
+    }
+    assert_eq!(items[4].as_ref().unwrap().external_id, "e");
+}
+
+#[test]
+fn jsonl_a_repeated_key_is_bad_input() {
+    let input = concat!(
+        r#"{"id": "a", "text": "first", "text": "second"}"#,
+        "\n",
+        r#"{"id": "b", "text": "fine", "meta": {"x": 1, "x": 2}}"#,
+        "\n",
+    );
+    let items = jsonl(input.as_bytes(), JsonlOptions::default());
+    assert_err(
+        &items[0],
+        1,
+        CorpusErrorKind::DuplicateKey,
+        r#"line 1: the key "text" appears more than once"#,
+    );
+    // Only the line's own fields are read; a nested object is not the document's.
+    assert_eq!(items[1].as_ref().unwrap().external_id, "b");
+}
+
+#[test]
 fn document_hash_is_the_text_hash() {
     let d = doc("x", None, "abc");
     assert_eq!(d.sha256_hex(), crate::sha256_hex("abc"));
@@ -524,6 +612,58 @@ fn real_corpus_streams_and_chunks() {
 mod jsonl_props {
     use super::*;
     use proptest::prelude::*;
+
+    /// Any character, with control characters and NUL made likely.
+    fn hostile() -> impl Strategy<Value = String> {
+        prop::collection::vec(
+            prop_oneof![
+                any::<char>().prop_map(|c| c.to_string()),
+                prop::sample::select(vec![
+                    "\0", "\u{1}", "\u{1b}", "\u{7f}", "\u{85}", "\u{feff}", "\r", "\n", " "
+                ])
+                .prop_map(str::to_owned),
+                "[a-z]{1,4}",
+            ],
+            0..6,
+        )
+        .prop_map(|v| v.concat())
+    }
+
+    proptest! {
+        /// Arbitrary Unicode in id, title and text: nothing panics; every line ends as a
+        /// document the store can hold or as an error naming that line, and a NUL never
+        /// reaches a document.
+        #[test]
+        fn arbitrary_unicode_is_ingested_or_named(docs in proptest::collection::vec((hostile(), hostile(), hostile()), 1..20)) {
+            let mut input = Vec::new();
+            for (i, (id, title, text)) in docs.iter().enumerate() {
+                // Unique ids, so a repeated id does not hide what this test is about.
+                let line = serde_json::json!({"id": format!("{i}:{id}"), "title": title, "text": text});
+                input.extend_from_slice(line.to_string().as_bytes());
+                input.push(b'\n');
+            }
+            let items = jsonl(&input, JsonlOptions::default().with_title_field("title"));
+            prop_assert_eq!(items.len(), docs.len());
+            for (i, item) in items.iter().enumerate() {
+                let (id, title, text) = &docs[i];
+                match item {
+                    Ok(d) => {
+                        prop_assert!(!d.external_id.contains('\0'));
+                        prop_assert!(!d.text.contains('\0'));
+                        prop_assert!(!d.title.as_deref().unwrap_or("").contains('\0'));
+                        prop_assert_eq!(&d.text, text);
+                    }
+                    Err(e) => {
+                        prop_assert_eq!(e.location(), Location::Line(i as u64 + 1));
+                        prop_assert!(!e.is_fatal());
+                        if [id, title, text].iter().any(|f| f.contains('\0')) && !text.trim().is_empty() {
+                            prop_assert_eq!(e.kind(), CorpusErrorKind::Unstorable, "{}", e);
+                        }
+                    }
+                }
+            }
+        }
+    }
 
     #[derive(Debug, Clone, Copy)]
     enum Line {

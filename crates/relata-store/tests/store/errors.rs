@@ -43,3 +43,35 @@ async fn classification_of_database_errors() {
     }
     assert!(!StoreError::InvalidInput("x".into()).is_retryable());
 }
+
+#[tokio::test]
+async fn a_data_exception_is_refused_for_good_not_retried_as_unavailable() {
+    let db = crate::common::TestDb::new().await;
+    // What a NUL in a text column does, through the same driver and encoding as a commit.
+    let e = sqlx::query("INSERT INTO documents (source, external_id) VALUES ('s', $1)")
+        .bind("a\0b")
+        .execute(db.pool())
+        .await
+        .unwrap_err();
+    let e = StoreError::from(e);
+    assert_eq!(e.kind(), ErrorKind::InvalidInput, "{e:?}");
+    assert!(!e.is_retryable(), "{e}");
+    // Any other data exception (SQLSTATE class 22) is the same.
+    let e = sqlx::query("DO $$ BEGIN RAISE EXCEPTION 'x' USING ERRCODE = '22023'; END $$")
+        .execute(db.pool())
+        .await
+        .unwrap_err();
+    assert!(!StoreError::from(e).is_retryable());
+}
+
+#[tokio::test]
+async fn a_database_without_the_schema_is_not_migrated_not_unavailable() {
+    let db = crate::common::TestDb::empty().await;
+    let store = &db.store;
+    let e = store.check_migrated().await.unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::NotMigrated, "{e:?}");
+    assert!(!e.is_retryable());
+    assert!(e.to_string().contains("run `relata migrate`"), "{e}");
+    store.migrate().await.unwrap();
+    store.check_migrated().await.unwrap();
+}

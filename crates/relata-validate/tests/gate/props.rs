@@ -3,7 +3,7 @@
 //! always found.
 
 use proptest::prelude::*;
-use relata_core::{Handle, RowKind};
+use relata_core::{Handle, Reason, RowKind};
 use relata_validate::normalize::collapse;
 use relata_validate::{ClassifyInput, GateConfig, RowStatus, judge_classify, judge_extract};
 use unicode_normalization::UnicodeNormalization;
@@ -84,6 +84,62 @@ proptest! {
             prop_assert_eq!(c.quote(), &source[s..e]);
         }
         let _ = judge_classify(&config, &input(), raw.as_bytes());
+    }
+
+    /// Arbitrary Unicode, control characters and NUL included, in every string field of a
+    /// well-formed response: nothing panics, every row gets an outcome, a row holding a NUL
+    /// is rejected `unstorable`, and no accepted row carries a NUL to the store.
+    #[test]
+    fn arbitrary_unicode_in_fields_never_reaches_the_store_unstorable(
+        names in prop::collection::vec(hostile(), 0..4),
+        claims in prop::collection::vec((hostile(), hostile(), hostile()), 0..4),
+        handles in prop::collection::vec((hostile(), hostile()), 0..4),
+    ) {
+        let config = GateConfig::default();
+        let response = serde_json::json!({
+            "entities": names.iter().map(|n| serde_json::json!({"name": n, "type": "person"})).collect::<Vec<_>>(),
+            "claims": claims.iter().map(|(s, q, sub)| serde_json::json!({"statement": s, "quote": q, "subject": sub})).collect::<Vec<_>>(),
+        });
+        let j = judge_extract(&config, SOURCE, &serde_json::to_vec(&response).unwrap());
+        prop_assert!(j.response_rejection().is_none(), "{:?}", j.response_rejection());
+        prop_assert_eq!(j.rows().len(), names.len() + claims.len());
+        for row in j.rows() {
+            let fields: Vec<&str> = match row.kind {
+                RowKind::Entity => vec![names[row.index].as_str()],
+                _ => {
+                    let (s, q, sub) = &claims[row.index];
+                    vec![s.as_str(), q.as_str(), sub.as_str()]
+                }
+            };
+            if fields.iter().any(|f| f.contains('\0')) {
+                prop_assert_eq!(row.status, RowStatus::Rejected);
+                prop_assert_eq!(row.reason, Some(Reason::Unstorable));
+            }
+        }
+        for e in j.accepted().entities() {
+            prop_assert!(!e.name().contains('\0'));
+        }
+        for c in j.accepted().claims() {
+            prop_assert!(!c.statement().contains('\0'));
+            prop_assert!(!c.quote().contains('\0'));
+            prop_assert!(!c.subject().contains('\0'));
+        }
+
+        let response = serde_json::json!({
+            "relations": handles.iter().map(|(a, b)| serde_json::json!({"a": a, "b": b, "relation": "supports"})).collect::<Vec<_>>(),
+        });
+        let j = judge_classify(&config, &input(), &serde_json::to_vec(&response).unwrap());
+        prop_assert_eq!(j.rows().len(), handles.len());
+        for row in j.rows() {
+            let (a, b) = &handles[row.index];
+            if a.contains('\0') || b.contains('\0') {
+                prop_assert_eq!(row.status, RowStatus::Rejected);
+            }
+            // Fields are read in order; `a` over its length bound fails first as `schema`.
+            if a.contains('\0') || (b.contains('\0') && a.chars().count() <= 12) {
+                prop_assert_eq!(row.reason, Some(Reason::Unstorable));
+            }
+        }
     }
 
     /// The segment-wise normalisation equals normalising the whole text, then collapsing.
@@ -196,6 +252,30 @@ fn text() -> impl Strategy<Value = String> {
             .prop_map(str::to_owned),
         ],
         0..30,
+    )
+    .prop_map(|v| v.concat())
+}
+
+/// Text a hostile model or corpus could send: any character, control characters and NUL
+/// made likely, pieces of the source so some rows get far enough to be judged.
+fn hostile() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop_oneof![
+            any::<char>().prop_map(|c| c.to_string()),
+            prop::sample::select(vec![
+                "\0", "\u{1}", "\u{7f}", "\u{85}", "\u{fffe}", "\u{feff}", "\u{202e}", "\n", "\t",
+            ])
+            .prop_map(str::to_owned),
+            prop::sample::select(vec![
+                "Marie Curie",
+                "was born in Warsaw",
+                " in 1867",
+                "C1",
+                "C2"
+            ])
+            .prop_map(str::to_owned),
+        ],
+        0..8,
     )
     .prop_map(|v| v.concat())
 }
