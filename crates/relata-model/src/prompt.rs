@@ -241,12 +241,12 @@ pub fn extract_messages(prompt: ExtractPrompt, dialect: Dialect, source: &str) -
             "You extract facts from a document.\n\
              \"entities\": the named entities the document mentions, each with its name exactly as written \
              in the document and a type, one of: {types}.\n\
-             \"claims\": facts the document states, one fact each:\n\
-             - \"quote\": one sentence of the document, copied exactly;\n\
-             - \"statement\": that fact restated with the quote's own words; keep its names and numbers, \
+             \"claims\": one claim for each sentence of the document that states a fact:\n\
+             - \"quote\": that sentence, copied exactly;\n\
+             - \"statement\": the fact, restated with the quote's own words; keep its names and numbers, \
              add nothing the quote does not say, and do not negate it;\n\
              - \"subject\": the entity the fact is about, written as in the quote; list it in \"entities\" too.\n\
-             Only use what the document says. If no sentence states a fact, return empty lists.\n\
+             Only use what the document says.\n\
              {DATA_RULE}{}",
             schema_note(dialect, &contract)
         ),
