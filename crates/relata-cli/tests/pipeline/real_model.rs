@@ -1,6 +1,7 @@
-//! The whole pipeline against the real model server (SmolLM2-135M under
-//! llama-cpp-python, prepared by `scripts/real-model.sh`) on a few real Wikipedia
-//! summaries. Ignored by default (slow; needs the server); `scripts/test` runs it.
+//! The whole pipeline against the real model server (SmolLM2-135M, or Qwen2.5-0.5B with
+//! `RELATA_REAL_MODEL=qwen`, under llama-cpp-python, prepared by `scripts/real-model.sh`)
+//! on a few real Wikipedia summaries, with the configured extraction prompt (`extract-p2`
+//! by default). Ignored by default (slow; needs the server); `scripts/test` runs it.
 //!
 //! It asserts that every outcome is classified, not that rows are accepted: a 135M model
 //! is expected to fail the gate most of the time.
@@ -94,6 +95,17 @@ async fn real_model_pipeline_classifies_every_outcome() {
             c["quote_end"].as_u64().unwrap() as usize,
         );
         assert_eq!(&text[s..e], c["quote"].as_str().unwrap().as_bytes(), "{c}");
+        // And supported: judged again on its own by the default gate, it is kept.
+        let alone = serde_json::json!({
+            "entities": [{"name": c["subject"], "type": "other"}],
+            "claims": [{"statement": c["statement"], "quote": c["quote"], "subject": c["subject"]}],
+        });
+        let j = relata_validate::judge_extract(
+            &relata_validate::GateConfig::default(),
+            doc["text"].as_str().unwrap(),
+            alone.to_string().as_bytes(),
+        );
+        assert_eq!(j.accepted().claims().len(), 1, "{c}: {:?}", j.rejections());
     }
     // Every rejection counted was also stored (with its reason, from the closed set the
     // schema's CHECK enforces), and every accepted row counted was stored.
