@@ -324,17 +324,7 @@ impl Delivery {
         }
         let queue = topology.retry_queue(self.task, tier);
         let props = self.copy_properties(next_attempt, None);
-        let published = self
-            .broker
-            .publish_confirmed("", &queue, &self.inner.data, props)
-            .await;
-        match published {
-            Ok(()) => self.ack().await,
-            Err(e) => {
-                self.requeue_after_failure(&e).await;
-                Err(e)
-            }
-        }
+        self.forward("", &queue, props).await
     }
 
     /// Publish a copy to the dead-letter exchange with `reason` and `detail` (cut to
@@ -345,17 +335,7 @@ impl Delivery {
         let exchange = topology.dead_exchange();
         let routing_key = topology.work_queue(self.task);
         let props = self.copy_properties(self.attempt(), Some((reason, detail)));
-        let published = self
-            .broker
-            .publish_confirmed(&exchange, &routing_key, &self.inner.data, props)
-            .await;
-        match published {
-            Ok(()) => self.ack().await,
-            Err(e) => {
-                self.requeue_after_failure(&e).await;
-                Err(e)
-            }
-        }
+        self.forward(&exchange, &routing_key, props).await
     }
 
     /// Put the job back at the tail of its work queue as it was — same attempt, a fresh
@@ -367,17 +347,7 @@ impl Delivery {
     pub async fn return_unharmed(self) -> Result<(), QueueError> {
         let queue = self.broker.inner.topology.work_queue(self.task);
         let props = self.copy_properties(self.attempt(), None);
-        let published = self
-            .broker
-            .publish_confirmed("", &queue, &self.inner.data, props)
-            .await;
-        match published {
-            Ok(()) => self.ack().await,
-            Err(e) => {
-                self.requeue_after_failure(&e).await;
-                Err(e)
-            }
-        }
+        self.forward("", &queue, props).await
     }
 
     /// Return the job to its queue now (nack with requeue), e.g. when the store stayed
@@ -392,6 +362,28 @@ impl Delivery {
                 })
                 .await,
         )
+    }
+
+    /// Publish a copy of this delivery with `props`, wait for the confirm, then ack this
+    /// delivery; if the copy cannot be published the delivery is requeued. Ack after the
+    /// confirm: a crash between the two duplicates the job, never loses it.
+    async fn forward(
+        self,
+        exchange: &str,
+        routing_key: &str,
+        props: BasicProperties,
+    ) -> Result<(), QueueError> {
+        let published = self
+            .broker
+            .publish_confirmed(exchange, routing_key, &self.inner.data, props)
+            .await;
+        match published {
+            Ok(()) => self.ack().await,
+            Err(e) => {
+                self.requeue_after_failure(&e).await;
+                Err(e)
+            }
+        }
     }
 
     async fn requeue_after_failure(self, cause: &QueueError) {
