@@ -40,6 +40,8 @@
 use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
 
 use rust_stemmers::{Algorithm, Stemmer};
 use unicode_normalization::UnicodeNormalization;
@@ -235,6 +237,29 @@ const NEGATIONS: &[&str] = &[
     "cannot", "lacks", "lacked", "lacking",
 ];
 
+/// A small multiplicative hasher for the per-response word tables: their keys are words
+/// of the response and its chunk, hashed thousands of times per response, where SipHash's
+/// resistance to chosen collisions buys nothing (a response is bounded at 64 KiB).
+#[derive(Debug, Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(word))
+                .wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Fx = BuildHasherDefault<FxHasher>;
+
 /// Numbers written as words: figures like digits are, so each must be in the quote
 /// ("four" does not support "five"). "one" is left out: it is mostly a pronoun
 /// ("one of the").
@@ -282,9 +307,9 @@ const MIN_SHARED_PREFIX: usize = 5;
 #[derive(Debug, Clone)]
 struct Word {
     /// Lowercased.
-    lower: String,
+    lower: Rc<str>,
     /// Snowball stem of `lower`.
-    stem: String,
+    stem: Rc<str>,
     /// Written with an uppercase first letter (a name, or the first word of a sentence).
     capitalised: bool,
     /// Only digits, or a number word (a figure: judged by rule 1).
@@ -339,53 +364,75 @@ fn raw_words(text: &str) -> Vec<(usize, &str)> {
     out
 }
 
-fn split_words(stem: &impl Fn(&str) -> String, text: &str) -> Words {
-    split_words_at(stem, text).0
+/// What one raw word of a text is, decided once per response and spelling.
+#[derive(Debug, Clone)]
+struct Token {
+    /// Lowercased, folded, with `n't` and `'s` split off.
+    lower: Rc<str>,
+    /// Ends in `n't`.
+    negated: bool,
+    /// A negation word ("not", "never", …).
+    negation: bool,
+    /// The word as compared, unless it is a function word, an initial or empty.
+    word: Option<(Rc<str>, bool)>,
 }
 
-/// [`split_words`], with each kept word's byte offset in `text`.
-fn split_words_at(stem: &impl Fn(&str) -> String, text: &str) -> (Words, Vec<usize>) {
+fn token(stemmer: &Stemmer, w: &str) -> Token {
+    let mut negated = false;
+    let l = if w.bytes().all(|b| b.is_ascii_alphanumeric()) {
+        w.to_ascii_lowercase()
+    } else {
+        let l = lower(w).replace('\u{2019}', "'");
+        let l = if let Some(base) = l.strip_suffix("n't") {
+            negated = true;
+            base
+        } else {
+            l.strip_suffix("'s").unwrap_or(&l)
+        };
+        // Canonical decomposition with marks dropped also makes NFC and NFD spellings of
+        // a word equal, so the text needs no NFC pass of its own.
+        fold(&l.replace('\'', ""))
+    };
+    let negation = negation(&l);
+    // A single letter is an initial ("C. V. Raman") or a split-off remnant, not a word a
+    // quote must repeat.
+    let single_letter = l.chars().count() == 1 && !l.starts_with(|c: char| c.is_ascii_digit());
+    let word = (!negation && !l.is_empty() && !single_letter && !stopword(&l)).then(|| {
+        let numeric = l.chars().all(|c| c.is_ascii_digit()) || number_word(&l);
+        (Rc::from(stemmer.stem(&l).as_ref()), numeric)
+    });
+    Token {
+        lower: Rc::from(l),
+        negated,
+        negation,
+        word,
+    }
+}
+
+/// The words of `text` with each kept word's byte offset, tokens looked up in `tokens`.
+fn split_words_at(tokens: &dyn Fn(&str) -> Token, text: &str) -> (Words, Vec<usize>) {
     let mut out = Words::default();
     let mut offsets = Vec::new();
     let mut prev_not = false;
     for (at, w) in raw_words(text) {
-        let capitalised = w.chars().next().is_some_and(char::is_uppercase);
-        let l = if w.bytes().all(|b| b.is_ascii_alphanumeric()) {
-            // The common case, one allocation: no apostrophe, nothing to fold.
-            w.to_ascii_lowercase()
-        } else {
-            let l = lower(w).replace('\u{2019}', "'");
-            let l = if let Some(base) = l.strip_suffix("n't") {
-                out.negations += 1;
-                base
-            } else {
-                l.strip_suffix("'s").unwrap_or(&l)
-            };
-            // Canonical decomposition with marks dropped also makes NFC and NFD spellings
-            // of a word equal, so the text needs no NFC pass of its own.
-            fold(&l.replace('\'', ""))
-        };
-        if l == "only" && prev_not {
+        let t = tokens(w);
+        out.negations += usize::from(t.negated);
+        if &*t.lower == "only" && prev_not {
             // "not only … but also" affirms: that "not" was no negation.
             out.negations -= 1;
         }
-        prev_not = l == "not";
-        if negation(&l) {
+        prev_not = &*t.lower == "not";
+        if t.negation {
             out.negations += 1;
             continue;
         }
-        // A single letter is an initial ("C. V. Raman") or a split-off remnant, not a word
-        // a quote must repeat.
-        let single_letter = l.chars().count() == 1 && !l.starts_with(|c: char| c.is_ascii_digit());
-        if l.is_empty() || single_letter || stopword(&l) {
+        let Some((stem, numeric)) = t.word else {
             continue;
-        }
-        let numeric = l.chars().all(|c| c.is_ascii_digit()) || number_word(&l);
-        let stem = stem(&l);
+        };
         out.words.push(Word {
-            lower: l,
+            lower: t.lower,
             stem,
-            capitalised,
+            capitalised: w.chars().next().is_some_and(char::is_uppercase),
             numeric,
         });
         offsets.push(at);
@@ -420,22 +467,22 @@ fn shared_prefix(a: &str, b: &str) -> bool {
 /// for a word neither look-up finds (rare in a supported statement).
 struct Pool<'w> {
     words: &'w [Word],
-    lowers: HashSet<&'w str>,
-    stems: HashSet<&'w str>,
+    lowers: HashSet<&'w str, Fx>,
+    stems: HashSet<&'w str, Fx>,
 }
 
 impl<'w> Pool<'w> {
     fn new(words: &'w [Word]) -> Self {
         Pool {
             words,
-            lowers: words.iter().map(|w| w.lower.as_str()).collect(),
-            stems: words.iter().map(|w| w.stem.as_str()).collect(),
+            lowers: words.iter().map(|w| &*w.lower).collect(),
+            stems: words.iter().map(|w| &*w.stem).collect(),
         }
     }
 
     fn has(&self, w: &Word) -> bool {
-        self.lowers.contains(w.lower.as_str())
-            || self.stems.contains(w.stem.as_str())
+        self.lowers.contains(&*w.lower)
+            || self.stems.contains(&*w.stem)
             || (w.stem.len() >= MIN_SHARED_PREFIX
                 && self.words.iter().any(|p| shared_prefix(&p.stem, &w.stem)))
     }
@@ -446,8 +493,9 @@ impl<'w> Pool<'w> {
 pub(crate) struct Support<'c> {
     settings: SupportSettings,
     stemmer: Stemmer,
-    /// Stems already computed for this response: the same words recur in every claim.
-    stems: RefCell<HashMap<String, String>>,
+    /// Words already classified and stemmed for this response: the same words recur in
+    /// every claim.
+    tokens: RefCell<HashMap<Box<str>, Token, Fx>>,
     chunk: &'c str,
     chunk_words: std::cell::OnceCell<(Words, Vec<usize>)>,
 }
@@ -465,28 +513,28 @@ impl<'c> Support<'c> {
         Support {
             settings,
             stemmer: Stemmer::create(Algorithm::English),
-            stems: RefCell::new(HashMap::new()),
+            tokens: RefCell::new(HashMap::default()),
             chunk,
             chunk_words: std::cell::OnceCell::new(),
         }
     }
 
-    fn stem(&self, word: &str) -> String {
-        if let Some(s) = self.stems.borrow().get(word) {
-            return s.clone();
+    fn token(&self, raw: &str) -> Token {
+        if let Some(t) = self.tokens.borrow().get(raw) {
+            return t.clone();
         }
-        let s = self.stemmer.stem(word).into_owned();
-        self.stems.borrow_mut().insert(word.to_owned(), s.clone());
-        s
+        let t = token(&self.stemmer, raw);
+        self.tokens.borrow_mut().insert(raw.into(), t.clone());
+        t
     }
 
     fn words(&self, text: &str) -> Words {
-        split_words(&|w| self.stem(w), text)
+        split_words_at(&|w| self.token(w), text).0
     }
 
     fn chunk_words(&self) -> &(Words, Vec<usize>) {
         self.chunk_words
-            .get_or_init(|| split_words_at(&|w| self.stem(w), self.chunk))
+            .get_or_init(|| split_words_at(&|w| self.token(w), self.chunk))
     }
 
     /// Whether every content word of `name` is in `text` (the same word comparison as the
@@ -561,7 +609,7 @@ impl Support<'_> {
             .iter()
             .filter(|w| number_word(&w.lower))
             .filter(|w| !quote.words.iter().any(|q| q.lower == w.lower))
-            .map(|w| w.lower.as_str())
+            .map(|w| &*w.lower)
             .collect();
         if !missing_numbers.is_empty() {
             return Some(format!(
