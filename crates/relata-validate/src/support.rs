@@ -229,6 +229,11 @@ const STOPWORDS: &[&str] = &[
     "you",
     "your",
     "s",
+    "shall",
+    // What "can't", "won't" and "shan't" leave once "n't" is split off.
+    "ca",
+    "wo",
+    "sha",
 ];
 
 /// Words that negate what follows them.
@@ -832,6 +837,15 @@ mod tests {
                 "Rome",
                 chunk
             ),
+            None
+        );
+        let chunk = "Penguins cannot fly.";
+        assert_eq!(
+            judge("Penguins can't fly at all.", chunk, "Penguins", chunk),
+            None
+        );
+        assert_eq!(
+            judge("Penguins won't fly at all.", chunk, "Penguins", chunk),
             None
         );
     }
