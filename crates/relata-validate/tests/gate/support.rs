@@ -223,3 +223,55 @@ fn support_share_decides_at_its_bound() {
     assert_eq!(status, RowStatus::Rejected);
     assert!(detail.unwrap().contains("\"castle\""));
 }
+
+/// The second-opinion seam is live and can only reject more: an opinion that objects to
+/// every statement naming Paris rejects a claim the lexical check kept, and an opinion
+/// that objects to nothing does not rescue one the lexical check rejected.
+#[test]
+fn support_second_opinion_only_rejects_more() {
+    #[derive(Debug)]
+    struct NoParis;
+    impl relata_validate::SupportOpinion for NoParis {
+        fn unsupported(&self, statement: &str, _quote: &str) -> Option<String> {
+            statement
+                .contains("Paris")
+                .then(|| "mentions Paris".to_owned())
+        }
+    }
+    #[derive(Debug)]
+    struct Agreeable;
+    impl relata_validate::SupportOpinion for Agreeable {
+        fn unsupported(&self, _: &str, _: &str) -> Option<String> {
+            None
+        }
+    }
+    let source = "Marie Curie moved to Paris in 1891. She was born in Warsaw.";
+    let raw = br#"{"entities":[{"name":"Marie Curie","type":"person"}],"claims":[
+        {"statement":"Marie Curie moved to Paris in 1891.","quote":"Marie Curie moved to Paris in 1891","subject":"Marie Curie"},
+        {"statement":"Marie Curie was born in Krakow.","quote":"She was born in Warsaw","subject":"Marie Curie"}]}"#;
+    let config = GateConfig::default();
+    let claims = |j: &relata_validate::Judgement<relata_validate::ExtractRows>| {
+        j.rows()
+            .iter()
+            .filter(|r| r.kind == relata_core::RowKind::Claim)
+            .map(|r| (r.status, r.reason, r.detail.clone().unwrap_or_default()))
+            .collect::<Vec<_>>()
+    };
+    let plain = claims(&judge_extract(&config, source, raw));
+    assert_eq!(plain[0].0, RowStatus::Accepted);
+    assert_eq!(plain[1].1, Some(Reason::Unsupported));
+
+    let strict = claims(&relata_validate::judge_extract_with_opinion(
+        &config, source, raw, &NoParis,
+    ));
+    assert_eq!(strict[0].1, Some(Reason::Unsupported));
+    assert!(
+        strict[0].2.contains("second opinion: mentions Paris"),
+        "{strict:?}"
+    );
+
+    let lenient = claims(&relata_validate::judge_extract_with_opinion(
+        &config, source, raw, &Agreeable,
+    ));
+    assert_eq!(lenient, plain);
+}
