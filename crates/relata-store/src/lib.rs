@@ -43,6 +43,7 @@ mod lock;
 mod normalize;
 mod pairs;
 mod report;
+mod review_tokens;
 mod types;
 
 use std::time::Duration;
@@ -67,6 +68,7 @@ pub use report::{
     CurrentVersions, DeadLetterCount, ExportClaim, ExportDocument, ExportEntity, ExportRecord,
     ExportRelation, InvalidRate, JobCount, Provenance, ReviewItem, Status,
 };
+pub use review_tokens::review_token_sha256;
 pub use types::{
     CallOutcome, ChunkRow, ChunkSpan, ClaimForClassify, CommitOutcome, Committed, JobRow, JobState,
     JobToPublish, NewModelCall, RowCounts, UpsertKind, UpsertOutcome,

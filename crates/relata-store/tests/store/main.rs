@@ -17,3 +17,4 @@ mod migrations;
 mod ops;
 mod pairs;
 mod report;
+mod review_tokens;
