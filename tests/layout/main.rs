@@ -50,8 +50,12 @@ const WORKSPACE_RULES: &[(&str, &[&str])] = &[
             "relata-store",
             "relata-producer",
             "relata-worker",
+            "relata-review-web",
         ],
     ),
+    // The review page: reaches the promotion store only through the store crate's calls;
+    // never the model, the broker or the gate.
+    ("relata-review-web", &["relata-core", "relata-store"]),
     (
         "relata-testkit",
         &["relata-core", "relata-queue", "relata-store"],
