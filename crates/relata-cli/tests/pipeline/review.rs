@@ -5,8 +5,22 @@ use std::time::Duration;
 
 use relata_core::Task;
 
-use crate::common::{CURIE_A, CURIE_B, Env, corpus_path};
-use crate::flow::{TOWER, options};
+use relata_testkit::FakeOptions;
+
+use crate::common::{CURIE_A, CURIE_B, Env, corpus_path, route};
+use crate::flow::TOWER;
+
+/// The flow's model, with every classified pair contradicting: which pairs a classify job
+/// asks for depends on the order extractions finish, and every one of them must then wait
+/// for a person.
+fn options() -> FakeOptions {
+    let mut o = crate::flow::options();
+    o.routes[0] = route(
+        "Requested pairs",
+        r#"{"relations":[{"a":"C1","b":"C2","relation":"contradicts"},{"a":"C1","b":"C3","relation":"contradicts"},{"a":"C2","b":"C3","relation":"contradicts"}]}"#,
+    );
+    o
+}
 
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -53,7 +67,7 @@ async fn review_flow_end_to_end() {
     let claims = rows(&all, "claim");
     let relations = rows(&all, "relation");
     assert_eq!(claims.len(), 3, "{all:?}");
-    assert_eq!(relations.len(), 2, "{all:?}");
+    assert!(relations.len() >= 2, "{all:?}");
 
     let promoted = json(&env.relata(&["promote", "--json"]));
     assert!(
@@ -77,12 +91,12 @@ async fn review_flow_end_to_end() {
         .into_iter()
         .filter(|r| r["state"] == "pending")
         .collect();
-    assert_eq!(pending.len(), 2, "{everything:?}");
+    assert_eq!(pending.len(), relations.len(), "{everything:?}");
 
     // The review queue as JSON: id, kind, state, reasons and the row itself.
     let queue = json(&env.relata(&["review", "list", "--json"]));
     let queue = queue.as_array().unwrap();
-    assert_eq!(queue.len(), 2, "{queue:?}");
+    assert_eq!(queue.len(), relations.len(), "{queue:?}");
     for item in queue {
         assert_eq!(item["kind"], "relation");
         assert_eq!(item["state"], "pending");
@@ -101,7 +115,7 @@ async fn review_flow_end_to_end() {
     let by_kind = json(&env.relata(&["review", "list", "--kind", "claim", "--json"]));
     assert_eq!(by_kind, serde_json::json!([]));
     let by_source = json(&env.relata(&["review", "list", "--source", "wiki", "--json"]));
-    assert_eq!(by_source.as_array().unwrap().len(), 2);
+    assert_eq!(by_source.as_array().unwrap().len(), relations.len());
     let text = env.relata(&["review", "list"]);
     assert!(String::from_utf8_lossy(&text.stdout).contains(&first));
     let shown = env.relata(&["review", "show", &first]);
@@ -171,8 +185,11 @@ async fn review_flow_end_to_end() {
         stderr(&out)
     );
     assert_eq!(
-        json(&env.relata(&["review", "list", "--json"])),
-        serde_json::json!([])
+        json(&env.relata(&["review", "list", "--json"]))
+            .as_array()
+            .unwrap()
+            .len(),
+        relations.len() - 2
     );
 
     let exported = env.export_with(&[]);
@@ -193,7 +210,7 @@ async fn review_flow_end_to_end() {
     assert!(
         status
             .lines()
-            .any(|l| l.contains("relation") && l.contains("rejected") && l.trim().ends_with('1')),
+            .any(|l| l.contains("relation") && l.contains("rejected") && l.trim().ends_with(" 1")),
         "{status}"
     );
 
