@@ -234,7 +234,6 @@ async fn review_flow_end_to_end() {
         "{err}"
     );
     store.close().await;
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -262,5 +261,4 @@ async fn a_policy_that_cannot_be_loaded_stops_relata_naming_the_problem() {
             assert!(stderr(&out).contains(needle), "{}", stderr(&out));
         }
     }
-    env.teardown().await;
 }
