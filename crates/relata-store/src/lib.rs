@@ -42,6 +42,7 @@ mod jobs;
 mod lock;
 mod normalize;
 mod pairs;
+pub mod promotion;
 mod report;
 mod review_tokens;
 #[cfg(feature = "test-support")]
@@ -64,6 +65,10 @@ pub use error::{ErrorKind, Result, StoreError};
 pub use jobs::{classify_job_id, extract_job_id};
 pub use lock::{LockHolder, RunLock, lock_key};
 pub use normalize::normalize_name;
+pub use promotion::{
+    CandidateCount, CandidateDetail, Decided, EvidenceRecord, PendingSummary, PromoteSummary,
+    Refusal, RefusalReason, ReviewCandidate, ReviewFilter, VerifyProblem, VerifyReport,
+};
 /// Dead-letter reasons are relata-core's closed set (also the queue's header and label).
 pub use relata_core::DeadReason;
 pub use report::{

@@ -16,5 +16,6 @@ mod jobs;
 mod migrations;
 mod ops;
 mod pairs;
+mod promotion;
 mod report;
 mod review_tokens;
