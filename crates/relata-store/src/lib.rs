@@ -45,6 +45,7 @@ mod lock;
 pub mod measure;
 mod normalize;
 mod pairs;
+pub mod promotion;
 mod review;
 mod status;
 #[cfg(feature = "test-support")]
@@ -71,6 +72,10 @@ pub use failure_rates::{
 pub use jobs::{classify_job_id, extract_job_id};
 pub use lock::{LockHolder, RunLock, lock_key};
 pub use normalize::normalize_name;
+pub use promotion::{
+    CandidateCount, CandidateDetail, Decided, EvidenceRecord, PendingSummary, PromoteSummary,
+    Refusal, RefusalReason, ReviewCandidate, ReviewFilter, VerifyProblem, VerifyReport,
+};
 /// Dead-letter reasons are relata-core's closed set (also the queue's header and label).
 pub use relata_core::DeadReason;
 pub use review::ReviewItem;

@@ -1,6 +1,6 @@
 //! What the ledger holds now, for `relata status` and readiness: jobs by task and state,
-//! dead letters by reason, unpublished jobs, the review queue's length and the
-//! invalid-output rate of the last 24 hours.
+//! dead letters by reason, unpublished jobs, the review queue's length, candidates by
+//! promotion state and the invalid-output rate of the last 24 hours.
 
 use sqlx::Row;
 
@@ -56,6 +56,8 @@ pub struct Status {
     pub unpublished: i64,
     /// Warnings not yet reviewed.
     pub review_queue: i64,
+    /// Candidates (entities, claims, relations) by kind and promotion state.
+    pub candidates: Vec<crate::promotion::CandidateCount>,
     pub invalid_last_24h: InvalidRate,
 }
 
@@ -122,12 +124,14 @@ impl Store {
         .await?;
         let (responses, with_rej, rejections, accepted): (i64, i64, i64, i64) =
             (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?);
+        let candidates = self.candidate_counts().await?;
         let ratio = |n: i64, d: i64| (d > 0).then(|| n as f64 / d as f64);
         Ok(Status {
             jobs,
             dead_letters,
             unpublished,
             review_queue,
+            candidates,
             invalid_last_24h: InvalidRate {
                 window_hours: 24,
                 responses,
