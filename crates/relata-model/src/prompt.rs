@@ -19,19 +19,20 @@ relata_core::closed_enum! {
         P1 = "extract-p1",
         /// Statements restated in their quote's own words; the subject listed among the
         /// entities; for servers that compile a schema, quotes held to the chunk's own
-        /// sentences and counts bounded ([`extract_schema_sent`]). The default.
-        #[default]
+        /// sentences and counts bounded ([`extract_schema_sent`]).
         P2 = "extract-p2",
         /// One claim per leading sentence, its quote fixed to that sentence and its
         /// statement held to that sentence's own words, starting with its first word
         /// ([`extract_schema_sent_p3`]). Made for servers that compile a schema; without
-        /// one it is a prompt like `extract-p2` asking for the same shape.
+        /// one it is a prompt like `extract-p2` asking for the same shape. The default:
+        /// the most supported claims per document on both real models (BENCHMARKS.md §3b).
+        #[default]
         P3 = "extract-p3",
     }
 }
 
 /// The default extraction prompt version.
-pub const EXTRACT_PROMPT_VERSION: &str = ExtractPrompt::P2.as_str();
+pub const EXTRACT_PROMPT_VERSION: &str = ExtractPrompt::P3.as_str();
 /// The classification prompt version.
 pub const CLASSIFY_PROMPT_VERSION: &str = "classify-p1";
 
