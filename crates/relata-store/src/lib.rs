@@ -42,7 +42,10 @@ mod jobs;
 mod lock;
 mod normalize;
 mod pairs;
+pub mod promotion;
 mod report;
+#[cfg(feature = "test-support")]
+pub mod testing;
 mod types;
 
 use std::time::Duration;
@@ -61,6 +64,10 @@ pub use error::{ErrorKind, Result, StoreError};
 pub use jobs::{classify_job_id, extract_job_id};
 pub use lock::{LockHolder, RunLock, lock_key};
 pub use normalize::normalize_name;
+pub use promotion::{
+    CandidateCount, CandidateDetail, Decided, EvidenceRecord, PendingSummary, PromoteSummary,
+    Refusal, RefusalReason, ReviewCandidate, ReviewFilter, VerifyProblem, VerifyReport,
+};
 /// Dead-letter reasons are relata-core's closed set (also the queue's header and label).
 pub use relata_core::DeadReason;
 pub use report::{
@@ -145,18 +152,6 @@ impl Store {
             .execute(&mut admin)
             .await?;
         Ok(true)
-    }
-
-    /// Drop a database, disconnecting its sessions. For test teardown only: relata itself
-    /// never drops anything.
-    pub async fn drop_database_for_tests(&self, name: &str) -> Result<()> {
-        let quoted = format!("\"{}\"", name.replace('"', "\"\""));
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "DROP DATABASE IF EXISTS {quoted} WITH (FORCE)"
-        )))
-        .execute(&self.pool)
-        .await?;
-        Ok(())
     }
 
     /// Wrap an existing pool.

@@ -6,7 +6,8 @@ use sqlx::Row;
 use sqlx::postgres::PgRow;
 
 use crate::error::{Result, StoreError};
-use crate::{Store, to_usize};
+use crate::{Store, parse_label, to_usize};
+use relata_core::PromotionState;
 
 // The one extract job per chunk whose rows are exported. $2: the current extract
 // fingerprint ('' for none).
@@ -69,6 +70,8 @@ pub struct Status {
     pub unpublished: i64,
     /// Warnings not yet reviewed.
     pub review_queue: i64,
+    /// Candidates (entities, claims, relations) by kind and promotion state.
+    pub candidates: Vec<crate::promotion::CandidateCount>,
     pub invalid_last_24h: InvalidRate,
 }
 
@@ -196,12 +199,14 @@ impl Store {
         .await?;
         let (responses, with_rej, rejections, accepted): (i64, i64, i64, i64) =
             (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?);
+        let candidates = self.candidate_counts().await?;
         let ratio = |n: i64, d: i64| (d > 0).then(|| n as f64 / d as f64);
         Ok(Status {
             jobs,
             dead_letters,
             unpublished,
             review_queue,
+            candidates,
             invalid_last_24h: InvalidRate {
                 window_hours: 24,
                 responses,
@@ -220,8 +225,9 @@ impl Store {
     pub fn export(
         &self,
         all_versions: bool,
+        include_pending: bool,
     ) -> impl Stream<Item = Result<ExportRecord>> + Send + '_ {
-        self.export_versions(all_versions, CurrentVersions::default())
+        self.export_versions(all_versions, include_pending, CurrentVersions::default())
     }
 
     /// Every stored record, streamed (rows are decoded as they arrive; nothing is
@@ -241,10 +247,15 @@ impl Store {
     /// whatever its task version. Either way a claim's offsets index the text of the
     /// document record with the same `revision_id`, and every row carries its provenance.
     ///
+    /// With `include_pending == false` only promoted entities, claims and relations are
+    /// emitted (a relation only between promoted claims); with `true` every candidate,
+    /// each with its promotion state (`proposed` when the policy has not judged it yet).
+    ///
     /// The four queries run one after another, each on its own snapshot.
     pub fn export_versions(
         &self,
         all_versions: bool,
+        include_pending: bool,
         current: CurrentVersions,
     ) -> impl Stream<Item = Result<ExportRecord>> + Send + '_ {
         let extract_fp = current.extract.unwrap_or_default();
@@ -263,15 +274,18 @@ impl Store {
             winning_extract_jobs!(),
             "SELECT e.id, e.document_id, e.revision_id, e.chunk_id, e.name, e.name_normalized,
                     e.entity_type, m.id, m.job_id, m.model, m.prompt_version, m.schema_id,
-                    m.schema_version, m.schema_sha256, m.started_at
+                    m.schema_version, m.schema_sha256, m.started_at, coalesce(p.state, 'proposed')
              FROM entities e JOIN model_calls m ON m.id = e.call_id
              JOIN documents d ON d.id = e.document_id
-             WHERE $1 OR (e.revision_id = d.current_revision_id
-                          AND e.job_id IN (SELECT job_id FROM win))
+             LEFT JOIN promotions p ON p.candidate_kind = 'entity' AND p.candidate_id = e.id
+             WHERE ($1 OR (e.revision_id = d.current_revision_id
+                           AND e.job_id IN (SELECT job_id FROM win)))
+               AND ($3 OR p.state = 'promoted')
              ORDER BY e.id"
         ))
         .bind(all_versions)
         .bind(extract_fp.clone())
+        .bind(include_pending)
         .fetch(&self.pool)
         .map(|r| decode(r, entity));
         let claims = sqlx::query(concat!(
@@ -279,15 +293,18 @@ impl Store {
             "SELECT c.id, c.document_id, c.revision_id, c.chunk_id, c.statement, c.quote,
                     c.quote_start, c.quote_end, c.subject, c.entity_id,
                     m.id, m.job_id, m.model, m.prompt_version, m.schema_id,
-                    m.schema_version, m.schema_sha256, m.started_at
+                    m.schema_version, m.schema_sha256, m.started_at, coalesce(p.state, 'proposed')
              FROM claims c JOIN model_calls m ON m.id = c.call_id
              JOIN documents d ON d.id = c.document_id
-             WHERE $1 OR (c.revision_id = d.current_revision_id
-                          AND c.job_id IN (SELECT job_id FROM win))
+             LEFT JOIN promotions p ON p.candidate_kind = 'claim' AND p.candidate_id = c.id
+             WHERE ($1 OR (c.revision_id = d.current_revision_id
+                           AND c.job_id IN (SELECT job_id FROM win)))
+               AND ($3 OR p.state = 'promoted')
              ORDER BY c.id"
         ))
         .bind(all_versions)
         .bind(extract_fp.clone())
+        .bind(include_pending)
         .fetch(&self.pool)
         .map(|r| decode(r, claim));
         let relations = sqlx::query(concat!(
@@ -303,16 +320,21 @@ impl Store {
                           (x.task_version_fingerprint = $3) DESC, x.id DESC)
              SELECT x.id, x.claim_a, x.claim_b, x.relation,
                     m.id, m.job_id, m.model, m.prompt_version, m.schema_id,
-                    m.schema_version, m.schema_sha256, m.started_at
+                    m.schema_version, m.schema_sha256, m.started_at, coalesce(p.state, 'proposed')
              FROM claim_relations x JOIN model_calls m ON m.id = x.call_id
-             WHERE $1 OR (x.id IN (SELECT id FROM best)
-                          AND x.claim_a IN (SELECT id FROM live)
-                          AND x.claim_b IN (SELECT id FROM live))
+             LEFT JOIN promotions p ON p.candidate_kind = 'relation' AND p.candidate_id = x.id
+             WHERE ($1 OR (x.id IN (SELECT id FROM best)
+                           AND x.claim_a IN (SELECT id FROM live)
+                           AND x.claim_b IN (SELECT id FROM live)))
+               AND ($4 OR (p.state = 'promoted'
+                           AND relata_promoted('claim', x.claim_a)
+                           AND relata_promoted('claim', x.claim_b)))
              ORDER BY x.id"
         ))
         .bind(all_versions)
         .bind(extract_fp)
         .bind(classify_fp)
+        .bind(include_pending)
         .fetch(&self.pool)
         .map(|r| decode(r, relation));
         docs.chain(entities).chain(claims).chain(relations)
@@ -373,6 +395,8 @@ pub struct ExportEntity {
     #[serde(rename = "type")]
     pub entity_type: String,
     pub provenance: Provenance,
+    /// Promotion state: `promoted` unless the export included pending candidates.
+    pub state: PromotionState,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -389,6 +413,8 @@ pub struct ExportClaim {
     pub subject: String,
     pub entity_id: Option<i64>,
     pub provenance: Provenance,
+    /// Promotion state: `promoted` unless the export included pending candidates.
+    pub state: PromotionState,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -398,6 +424,8 @@ pub struct ExportRelation {
     pub claim_b: i64,
     pub relation: String,
     pub provenance: Provenance,
+    /// Promotion state: `promoted` unless the export included pending candidates.
+    pub state: PromotionState,
 }
 
 /// One line of `relata export`, tagged with its `kind`.
@@ -446,6 +474,7 @@ fn entity(r: &PgRow) -> Result<ExportRecord> {
         name_normalized: r.try_get(5)?,
         entity_type: r.try_get(6)?,
         provenance: provenance(r, 7)?,
+        state: parse_label(r.try_get(15)?)?,
     }))
 }
 
@@ -462,6 +491,7 @@ fn claim(r: &PgRow) -> Result<ExportRecord> {
         subject: r.try_get(8)?,
         entity_id: r.try_get(9)?,
         provenance: provenance(r, 10)?,
+        state: parse_label(r.try_get(18)?)?,
     }))
 }
 
@@ -472,5 +502,6 @@ fn relation(r: &PgRow) -> Result<ExportRecord> {
         claim_b: r.try_get(2)?,
         relation: r.try_get(3)?,
         provenance: provenance(r, 4)?,
+        state: parse_label(r.try_get(12)?)?,
     }))
 }

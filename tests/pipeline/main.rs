@@ -15,3 +15,4 @@ mod flow;
 mod real_model;
 mod report;
 mod restart;
+mod review;
