@@ -28,6 +28,9 @@
 //!    or a conjunction ("The earthquake was caused by a.") was cut mid-phrase: whatever
 //!    its words, it states nothing its quote can support. Seen on real output when a
 //!    grammar held a small model to its sentence's words and it stopped early.
+//! 7. **No stutter.** A content word the statement repeats more than twice beyond the
+//!    times its quote has it ("Another Another Another …") is a generation loop, not a
+//!    restatement: every word is the quote's, and it says nothing.
 //!
 //! Text is compared after the gate's one normalisation (NFC, whitespace runs collapsed),
 //! then Unicode lowercasing and diacritics removed; words are maximal runs of letters and digits, with an
@@ -383,6 +386,16 @@ fn dangling_end(statement: &str) -> Option<&str> {
         .then_some(last)
 }
 
+/// The first statement word repeated more than twice beyond its count in the quote, with
+/// both counts.
+fn stutter<'w>(statement: &'w [Word], quote: &[Word]) -> Option<(&'w str, usize, usize)> {
+    statement.iter().find_map(|w| {
+        let times = statement.iter().filter(|s| s.lower == w.lower).count();
+        let in_quote = quote.iter().filter(|q| q.lower == w.lower).count();
+        (times > in_quote + 2).then_some((&*w.lower, times, in_quote))
+    })
+}
+
 fn negation(w: &str) -> bool {
     NEGATIONS.contains(&w)
 }
@@ -651,6 +664,13 @@ impl Support<'_> {
                 excerpt(last, 24)
             ));
         }
+        // 7. A word repeated in a loop.
+        if let Some((word, times, in_quote)) = stutter(&statement.words, &quote.words) {
+            return Some(format!(
+                "the statement repeats {} {times} times, its quote {in_quote}",
+                excerpt(word, 24)
+            ));
+        }
         // 1. Figures.
         if let Some(detail) = figures_not_in(claim.statement, claim.quote) {
             return Some(detail);
@@ -840,6 +860,24 @@ mod tests {
                 CURIE
             ),
             None
+        );
+    }
+
+    #[test]
+    fn a_word_repeated_in_a_loop_is_unsupported() {
+        let q = "She won the prize in 1903 and again in 1911.";
+        let looped = "Marie Curie won won won won the prize.";
+        let d = judge(looped, q, "Marie Curie", CURIE).unwrap();
+        assert!(d.contains("\"won\" 4 times, its quote 1"), "{d}");
+        assert_eq!(
+            judge(
+                "Marie Curie won the prize, won it again.",
+                q,
+                "Marie Curie",
+                CURIE
+            ),
+            None,
+            "a word twice is a sentence, not a loop"
         );
     }
 
