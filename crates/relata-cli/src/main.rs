@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 mod backfill;
 mod check;
 mod config;
+mod ingest;
 mod out;
 mod pipeline;
 mod probe;

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::ingest::{IngestOptions, ingest};
 use anyhow::{Context, Result, bail};
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -12,7 +13,6 @@ use prometheus_client::registry::Registry;
 use relata_core::Task;
 use relata_model::{ModelClient, ModelMetrics};
 use relata_producer::corpus::{CorpusReader, DirOptions, JsonlOptions};
-use relata_producer::ingest::{IngestOptions, ingest};
 use relata_queue::{Broker, redact_url};
 use relata_store::Store;
 use relata_worker::{ChecksConfigured, JobMetrics, Readiness, Worker};
