@@ -14,6 +14,7 @@ mod pipeline;
 mod probe;
 mod report;
 mod review;
+mod signal;
 
 use std::path::PathBuf;
 
