@@ -139,7 +139,7 @@ pub use metrics::{InvalidOutput, ModelMetrics, RequestOutcome, record_invalid_ou
 pub use prompt::{
     CLASSIFY_PROMPT_VERSION, ClassifyClaim, EXTRACT_PROMPT_VERSION, ExtractPrompt, Messages,
     SchemaRef, SchemaRegistry, classify_messages, extract_messages, extract_schema_sent,
-    prompt_version, sent_bounds,
+    extract_schema_sent_p3, p3_bounds, prompt_version, sent_bounds,
 };
 pub use redact::{ApiKey, REDACTED, excerpt, redact};
 pub use wire::{MAX_USAGE_TOKENS, Usage, response_format, schema_sent, schema_sha256};
