@@ -34,6 +34,9 @@ pub struct Config {
     pub checks: BTreeMap<Check, CheckSetting>,
     /// The support check's share of content words, e.g. `[support] min_share = 0.75`.
     pub support: SupportConfig,
+    /// Per-check settings of the answer gate, e.g.
+    /// `[answer_checks.figure_in_sources] enabled = true, severity = "reject"`.
+    pub answer_checks: BTreeMap<relata_core::AnswerCheck, CheckSetting>,
 }
 
 #[derive(Debug, Clone, serde::Deserialize)]
@@ -83,6 +86,7 @@ impl Default for Config {
             ingest: IngestConfig::default(),
             checks: BTreeMap::new(),
             support: SupportConfig::default(),
+            answer_checks: BTreeMap::new(),
         }
     }
 }
@@ -402,8 +406,22 @@ impl Config {
         Ok(gate)
     }
 
+    /// The answer gate's settings: the defaults with `[answer_checks.*]` applied.
+    pub fn answer_gate(&self) -> Result<relata_validate::AnswerConfig> {
+        let mut gate = relata_validate::AnswerConfig::default();
+        for (check, setting) in &self.answer_checks {
+            gate.set(*check, *setting)?;
+        }
+        Ok(gate)
+    }
+
     pub fn worker(&self, task: Task) -> Result<WorkerSettings> {
         let w = &self.worker;
+        if !Task::QUEUED.contains(&task) {
+            bail!(
+                "{task} is not a queued task: questions are answered by `relata ask` and `relata serve`"
+            );
+        }
         if w.concurrency == 0 {
             bail!("worker concurrency must be at least 1");
         }
