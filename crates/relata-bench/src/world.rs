@@ -6,22 +6,19 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use relata_queue::{Broker, BrokerConfig, TopologyConfig};
+use relata_queue::{BrokerConfig, TopologyConfig};
 use relata_store::Store;
+use relata_testkit::harness::{Harness, Services};
 
-pub fn admin_url() -> String {
-    std::env::var("RELATA_BENCH_ADMIN_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
-
-pub fn amqp_url() -> String {
-    std::env::var("RELATA_BENCH_AMQP_URL")
-        .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned())
-}
-
-fn unique(prefix: &str) -> String {
-    let n: u64 = rand::random();
-    format!("{prefix}{:010x}", n & 0xff_ffff_ffff)
+/// The services a benchmark runs against: `RELATA_BENCH_ADMIN_URL` and
+/// `RELATA_BENCH_AMQP_URL`, else the local servers.
+pub fn services() -> Services {
+    Services {
+        admin_url: std::env::var("RELATA_BENCH_ADMIN_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned()),
+        amqp_url: std::env::var("RELATA_BENCH_AMQP_URL")
+            .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned()),
+    }
 }
 
 /// The `relata` binary: `--relata`, else next to this executable.
@@ -40,30 +37,31 @@ pub fn relata_binary(given: Option<&Path>) -> Result<PathBuf> {
     Ok(p)
 }
 
+/// A fresh database and queue prefix with the `relata` processes' environment. What it
+/// created is removed when it drops (also when a run fails half-way), unless kept.
 #[derive(Debug)]
 pub struct World {
-    pub db_name: String,
     pub db_url: String,
     pub prefix: String,
     pub dir: PathBuf,
     pub relata: PathBuf,
     pub env: Vec<(String, String)>,
     pub store: Store,
+    amqp_url: String,
+    harness: Harness,
 }
 
 impl World {
     /// A fresh database (migrated by `relata migrate`) and queue prefix; `model_url` is
     /// the model every worker of this world talks to.
     pub async fn new(relata: &Path, model_url: &str, env: &[(&str, &str)]) -> Result<World> {
-        let db_name = unique("relata_bench_");
-        let admin = admin_url();
-        let Some((server, _)) = admin.rsplit_once('/') else {
-            bail!("RELATA_BENCH_ADMIN_URL has no database part");
-        };
-        let db_url = format!("{server}/{db_name}");
-        let prefix = unique("bench");
-        let dir = std::env::temp_dir().join(unique("relata-bench-"));
-        std::fs::create_dir_all(&dir)?;
+        let services = services();
+        let harness = Harness::new(
+            &services,
+            "bench",
+            TopologyConfig::default().retry_delays_ms,
+        )
+        .await?;
         let mut vars: Vec<(String, String)> = vec![
             ("RELATA_MODEL_URL".into(), model_url.into()),
             ("RELATA_MODEL_NAME".into(), "fake-model".into()),
@@ -74,20 +72,23 @@ impl World {
             vars.retain(|(name, _)| name != k);
             vars.push(((*k).to_owned(), (*v).to_owned()));
         }
-        let mut world = World {
-            db_name,
+        let db_url = harness.db.url().to_owned();
+        let world_without_store = |store| World {
             db_url: db_url.clone(),
-            prefix,
-            dir,
+            prefix: harness.queues.prefix().to_owned(),
+            dir: harness.dir.path().to_owned(),
             relata: relata.to_owned(),
-            env: vars,
-            store: Store::connect(&admin).await?,
+            env: vars.clone(),
+            store,
+            amqp_url: services.amqp_url.clone(),
+            harness,
         };
+        // Connect before migrating so a failed migration still drops the database.
+        let world = world_without_store(Store::connect(&db_url).await?);
         let out = world.command(&["migrate"]).output()?;
         if !out.status.success() {
             bail!("migrate: {}", String::from_utf8_lossy(&out.stderr));
         }
-        world.store = Store::connect(&db_url).await?;
         Ok(world)
     }
 
@@ -96,7 +97,7 @@ impl World {
         cmd.args(args)
             .env_remove("RELATA_CONFIG")
             .env("RELATA_DATABASE_URL", &self.db_url)
-            .env("RELATA_AMQP_URL", amqp_url())
+            .env("RELATA_AMQP_URL", &self.amqp_url)
             .env("RELATA_QUEUE_PREFIX", &self.prefix)
             .env("RELATA_METRICS_ADDR", "127.0.0.1:0");
         for (k, v) in &self.env {
@@ -155,35 +156,16 @@ impl World {
     }
 
     pub fn broker_config(&self) -> BrokerConfig {
-        BrokerConfig {
-            topology: TopologyConfig {
-                prefix: self.prefix.clone(),
-                ..TopologyConfig::default()
-            },
-            ..BrokerConfig::new(amqp_url())
-        }
+        self.harness.queues.broker_config()
     }
 
-    pub async fn teardown(self, keep: bool) {
+    /// Close the store, then remove the database, the queues and the directory, or
+    /// keep them and say where they are.
+    pub async fn teardown(mut self, keep: bool) {
         if keep {
-            eprintln!(
-                "kept: database {} prefix {} dir {}",
-                self.db_name,
-                self.prefix,
-                self.dir.display()
-            );
-            return;
+            self.harness.keep();
         }
         self.store.close().await;
-        if let Ok(b) = Broker::connect(self.broker_config()).await {
-            let _ = b.delete_topology().await;
-            b.close().await;
-        }
-        if let Ok(admin) = Store::connect(&admin_url()).await {
-            let _ = admin.drop_database_for_tests(&self.db_name).await;
-            admin.close().await;
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 
     /// Extract (or classify) jobs by state.

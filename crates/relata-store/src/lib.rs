@@ -44,6 +44,8 @@ mod lock;
 mod normalize;
 mod pairs;
 mod report;
+#[cfg(feature = "test-support")]
+pub mod testing;
 mod types;
 
 use std::time::Duration;
@@ -150,18 +152,6 @@ impl Store {
             .execute(&mut admin)
             .await?;
         Ok(true)
-    }
-
-    /// Drop a database, disconnecting its sessions. For test teardown only: relata itself
-    /// never drops anything.
-    pub async fn drop_database_for_tests(&self, name: &str) -> Result<()> {
-        let quoted = format!("\"{}\"", name.replace('"', "\"\""));
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "DROP DATABASE IF EXISTS {quoted} WITH (FORCE)"
-        )))
-        .execute(&self.pool)
-        .await?;
-        Ok(())
     }
 
     /// Wrap an existing pool.

@@ -14,9 +14,13 @@
 //!   sent and how many times, and the server tracks the highest number of chat requests it
 //!   held open at once (for concurrency bounds).
 //!
+//! [`harness`] is the one fresh-database-and-queue-prefix harness of the store's tests, the
+//! end-to-end tests and the benchmarks, with cleanup in drop guards.
+//!
 //! The same server runs as a process, `relata-fake-model`, for manual tests (see that
 //! binary's `--help`).
 
 mod fake;
+pub mod harness;
 
 pub use fake::{Behaviour, FakeModelServer, FakeOptions, RecordedRequest, Route, Script};

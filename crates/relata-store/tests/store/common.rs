@@ -1,23 +1,18 @@
-use std::str::FromStr;
-
 use chrono::Utc;
 use relata_core::{CLASSIFY_V1, EXTRACT_V1, JobId, TaskVersion};
 use relata_store::{
-    ChunkRow, ChunkSpan, CommitOutcome, Committed, NewModelCall, Store, UpsertOutcome,
+    ChunkRow, ChunkSpan, CommitOutcome, Committed, NewModelCall, Store, StoreOptions, UpsertOutcome,
 };
+use relata_testkit::harness::{Services, TestDatabase};
 use relata_validate::{GateConfig, judge_extract};
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-use sqlx::{AssertSqlSafe, Connection, PgConnection};
+use sqlx::AssertSqlSafe;
 
-pub fn admin_url() -> String {
-    std::env::var("RELATA_TEST_DATABASE_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/postgres".to_owned())
-}
-
-/// A fresh, migrated database, dropped on drop.
+/// A fresh, migrated database, dropped when this goes out of scope (also when the test
+/// fails): the store on top of `relata_testkit::harness::TestDatabase`.
 pub struct TestDb {
     pub store: Store,
-    pub name: String,
+    // Declared after the store: the pool closes before the database is dropped.
+    _guard: TestDatabase,
 }
 
 impl TestDb {
@@ -29,26 +24,19 @@ impl TestDb {
 
     /// A fresh database without migrations.
     pub async fn empty() -> TestDb {
-        let name = format!("relata_test_{}", uuid::Uuid::new_v4().simple());
-        let mut admin = PgConnection::connect(&admin_url())
+        let guard = TestDatabase::create(&Services::from_env(), "test")
             .await
             .expect("test PostgreSQL reachable (run scripts/ensure-services.sh)");
-        // The name is ours (a uuid), not input.
-        sqlx::query(AssertSqlSafe(format!("CREATE DATABASE {name}")))
-            .execute(&mut admin)
-            .await
-            .expect("create test database");
-        let opts = PgConnectOptions::from_str(&admin_url())
-            .expect("test URL")
-            .database(&name);
-        let pool = PgPoolOptions::new()
-            .max_connections(8)
-            .connect_with(opts)
+        let options = StoreOptions {
+            max_connections: 8,
+            ..StoreOptions::default()
+        };
+        let store = Store::connect_with(guard.url(), &options)
             .await
             .expect("connect to test database");
         TestDb {
-            store: Store::from_pool(pool),
-            name,
+            store,
+            _guard: guard,
         }
     }
 
@@ -61,29 +49,6 @@ impl TestDb {
             .fetch_one(self.pool())
             .await
             .expect("count")
-    }
-}
-
-impl Drop for TestDb {
-    fn drop(&mut self) {
-        let name = self.name.clone();
-        // Async drop does not exist: drop the database from a thread with its own runtime.
-        let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("runtime");
-            rt.block_on(async move {
-                if let Ok(mut admin) = PgConnection::connect(&admin_url()).await {
-                    let _ = sqlx::query(AssertSqlSafe(format!(
-                        "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-                    )))
-                    .execute(&mut admin)
-                    .await;
-                }
-            });
-        })
-        .join();
     }
 }
 

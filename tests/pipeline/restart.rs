@@ -89,7 +89,6 @@ async fn run_with_restart(felt: &str, restart: impl FnOnce()) {
         "the worker never noticed the restart ({felt:?}):\n{log}"
     );
     assert_eq!(worker.terminate(), Some(0));
-    env.teardown().await;
 }
 
 fn sh(cmd: &str, args: &[&str]) {

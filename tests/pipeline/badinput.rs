@@ -46,7 +46,6 @@ async fn a_nul_in_a_corpus_is_named_and_skipped_and_the_rest_is_ingested() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("2 unchanged"), "{err}");
     store.close().await;
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -114,7 +113,6 @@ async fn a_nul_in_model_output_is_recorded_once_as_unstorable_and_never_asked_ag
     );
     assert_eq!(worker.terminate(), Some(0));
     store.close().await;
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -147,7 +145,6 @@ async fn a_full_stdout_is_exit_2_with_a_sentence_not_a_panic() {
     let out = env.relata(&["status"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains('{'), "{text}");
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -193,16 +190,13 @@ async fn a_poison_message_cut_inside_a_character_is_dead_lettered() {
     );
     assert_eq!(worker.terminate(), Some(0));
     broker.close().await;
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unmigrated_database_says_run_migrate_and_a_worker_does_not_start() {
     let env = Env::new(FakeOptions::default(), vec![]).await;
-    let bare = format!("{}_bare", env.database_url);
-    relata_store::Store::create_database_if_missing(&bare)
-        .await
-        .unwrap();
+    let bare_db = env.bare_database().await;
+    let bare = bare_db.url().to_owned();
     for args in [&["status"][..], &["worker", "extract"][..], &["export"][..]] {
         let out = env
             .command(args)
@@ -215,11 +209,6 @@ async fn an_unmigrated_database_says_run_migrate_and_a_worker_does_not_start() {
         assert!(err.contains("run `relata migrate`"), "{args:?}: {err}");
         assert!(!err.contains("does not exist"), "{args:?}: {err}");
     }
-    let store = env.store().await;
-    let name = bare.rsplit_once('/').unwrap().1;
-    store.drop_database_for_tests(name).await.unwrap();
-    store.close().await;
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -242,7 +231,6 @@ async fn status_with_an_unreachable_broker_prints_the_store_and_exits_1() {
         "{:?}",
         started.elapsed()
     );
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -293,7 +281,6 @@ async fn a_store_refusal_is_dead_lettered_once_without_asking_the_model_again() 
     assert_eq!(worker.terminate(), Some(0));
     assert!(!log.contains("store unavailable"), "{log}");
     store.close().await;
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -320,7 +307,6 @@ async fn a_document_the_store_refuses_anyway_is_named_by_id_and_skipped() {
     );
     assert!(err.contains("2 new"), "{err}");
     store.close().await;
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -361,7 +347,6 @@ async fn a_password_in_the_database_url_never_reaches_output_or_logs() {
     seen.push_str(&worker.log_text());
     assert_eq!(worker.terminate(), Some(0));
     assert!(!seen.contains("SENTINEL"), "{seen}");
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -383,5 +368,4 @@ async fn a_broker_refusal_is_a_sentence_without_a_debug_dump() {
     for dump in ["Close {", "ShortString", "AMQPError {"] {
         assert!(!err.contains(dump), "{dump}: {err}");
     }
-    env.teardown().await;
 }

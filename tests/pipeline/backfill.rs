@@ -143,7 +143,6 @@ async fn backfill_selectors_publish_exactly_the_selected_jobs_once() {
         .map(|j| j.count)
         .sum();
     assert_eq!(queued, 10);
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -209,7 +208,6 @@ async fn an_interrupted_backfill_resumes_without_publishing_twice_and_holds_its_
     let again = json_out(&env.relata(&["backfill", "--task", "extract", "--json"]));
     assert_eq!(again["jobs_published"], 0, "{again}");
     assert_eq!(depth(&env, Task::Extract).await, 60);
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -266,7 +264,6 @@ async fn overlapping_ingests_of_one_source_do_not_both_run() {
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["jobs_published"], 2);
     assert_eq!(depth(&env, Task::Extract).await, 4);
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -350,7 +347,6 @@ async fn a_classify_backfill_republishes_classified_pairs_under_a_new_version_on
         "the backfill classifies the same pairs"
     );
     assert_eq!(jobs[1].1.as_array().map(Vec::len), Some(2), "{jobs:?}");
-    env.teardown().await;
 }
 
 /// A store extracted under `extract-p1` moves to `extract-p2` by a backfill: one new job
@@ -416,5 +412,4 @@ async fn an_extract_backfill_moves_a_store_from_p1_to_p2() {
         .collect();
     assert_eq!(current.len(), 1, "{current:?}");
     assert_eq!(current[0]["provenance"]["prompt_version"], "extract-p2");
-    env.teardown().await;
 }

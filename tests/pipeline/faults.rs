@@ -182,7 +182,6 @@ async fn a_401_with_a_backlog_leaves_every_job_queued_and_none_dead_lettered() {
     assert_eq!(depths(&broker, &env.prefix).await, (0, 1));
     assert_eq!(worker.terminate(), Some(0));
     broker.close().await;
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -210,7 +209,6 @@ async fn a_refusal_with_the_exit_policy_exits_3_and_leaves_every_job_queued() {
     let broker = env.broker().await;
     assert_eq!(depths(&broker, &env.prefix).await, (BACKLOG as u32, 0));
     broker.close().await;
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -251,7 +249,6 @@ async fn a_400_about_one_request_stays_a_per_job_permanent_failure() {
     );
     assert_eq!(worker.get("/readyz").await.0, 200);
     assert_eq!(worker.terminate(), Some(0));
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -327,7 +324,6 @@ async fn transport_faults_are_retried_until_every_job_completes() {
     let calls = env.fake.chat_requests().len();
     assert_eq!(calls, 17, "10 successful requests + 7 faults");
     assert_eq!(worker.terminate(), Some(0));
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -395,7 +391,6 @@ async fn a_worker_killed_mid_job_loses_nothing_and_duplicates_nothing() {
         .collect();
     assert_eq!(claims.len(), 2, "{claims:#?}");
     assert_eq!(worker.terminate(), Some(0));
-    env.teardown().await;
 }
 
 /// SIGTERM while a job waits out a long `Retry-After`: the job is abandoned at the
@@ -428,7 +423,6 @@ async fn shutdown_during_a_retry_after_wait_is_clean() {
     assert!(!log.contains(" ERROR "), "{log}");
     let by_state = states(&env, Task::Extract).await;
     assert_eq!(by_state.get("queued"), Some(&1), "{by_state:?}");
-    env.teardown().await;
 }
 
 /// What the provider's filter stopped, and content that is not text, are recorded once as
@@ -486,7 +480,6 @@ async fn filtered_and_non_text_content_are_recorded_once_and_never_stored() {
         "the rejection is logged with its detail"
     );
     assert_eq!(worker.terminate(), Some(0));
-    env.teardown().await;
 }
 
 /// A batch run (`--exit-when-idle`) paused by a refusal does not wait forever: it exits 3
@@ -521,5 +514,4 @@ async fn a_paused_batch_worker_exits_3_after_its_idle_time() {
         Some(&(BACKLOG as i64)),
         "{by_state:?}"
     );
-    env.teardown().await;
 }

@@ -276,7 +276,6 @@ async fn ask_answers_abstains_and_degrades_without_ever_failing() {
     );
     assert_eq!(rows[1].3, ["degenerate", "uncited_answer"]);
     assert_eq!(rows[4].1, None);
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -303,7 +302,6 @@ async fn ask_exits_69_after_bounded_retries_when_the_model_is_unavailable() {
             .unwrap(),
         0
     );
-    env.teardown().await;
 }
 
 /// A `relata serve` process.
@@ -472,5 +470,4 @@ async fn serve_answers_over_http_and_refuses_bad_requests() {
     assert!(v["error"].as_str().unwrap().contains("unavailable"), "{v}");
 
     assert_eq!(server.terminate(), Some(0));
-    env.teardown().await;
 }

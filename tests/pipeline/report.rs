@@ -117,7 +117,6 @@ async fn check_doubling_is_silent_on_a_steady_week() {
     let text = env.relata(&["report"]);
     assert!(text.status.success());
     assert!(String::from_utf8_lossy(&text.stdout).contains("seed-prompt"));
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -129,7 +128,6 @@ async fn check_doubling_fires_on_a_doubled_day() {
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("DOUBLED extract"), "{out}");
     assert!(out.contains("response"), "{out}");
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -143,5 +141,4 @@ async fn check_doubling_is_silent_under_the_minimum_volume() {
         out.contains("fewer than 30 responses in the last 24 h"),
         "{out}"
     );
-    env.teardown().await;
 }

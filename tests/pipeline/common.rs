@@ -7,58 +7,38 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use relata_core::Task;
-use relata_queue::{Broker, BrokerConfig, TopologyConfig};
+use relata_queue::Broker;
 use relata_store::Store;
 use relata_testkit::Route;
+use relata_testkit::harness::{Harness, Services, TestDatabase, relata_binary};
 use relata_testkit::{Behaviour, FakeModelServer, FakeOptions};
 
-pub const ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/postgres";
-pub const AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
-
-fn unique(prefix: &str) -> String {
-    let n: u64 = rand::random();
-    format!("{prefix}{:012x}", n & 0xffff_ffff_ffff)
-}
-
-fn admin_url() -> String {
-    std::env::var("RELATA_TEST_DATABASE_URL").unwrap_or_else(|_| ADMIN_URL.to_owned())
-}
-
-fn amqp_url() -> String {
-    std::env::var("RELATA_TEST_AMQP_URL").unwrap_or_else(|_| AMQP_URL.to_owned())
-}
-
-/// One test's world.
+/// One test's world: a fresh database and queue prefix (removed when the `Env` drops,
+/// also when the test fails), a scratch directory and a fake model server.
 pub struct Env {
-    pub db_name: String,
     pub database_url: String,
     pub prefix: String,
     pub fake: FakeModelServer,
     pub dir: PathBuf,
     extra: Vec<(String, String)>,
+    harness: Harness,
 }
 
 impl Env {
     pub async fn new(options: FakeOptions, queue: Vec<Behaviour>) -> Env {
-        let db_name = unique("relata_e2e_");
-        let base = admin_url();
-        let database_url = match base.rsplit_once('/') {
-            Some((server, _)) => format!("{server}/{db_name}"),
-            None => panic!("RELATA_TEST_DATABASE_URL has no database part"),
-        };
-        let prefix = unique("e2e");
+        let harness = Harness::new(&Services::from_env(), "e2e", vec![300, 600])
+            .await
+            .expect("test services (run scripts/ensure-services.sh)");
         let fake = FakeModelServer::start_with(options, queue, 0)
             .await
             .expect("fake model server");
-        let dir = std::env::temp_dir().join(unique("relata-e2e-"));
-        std::fs::create_dir_all(&dir).unwrap();
         let env = Env {
-            db_name,
-            database_url,
-            prefix,
+            database_url: harness.db.url().to_owned(),
+            prefix: harness.queues.prefix().to_owned(),
             fake,
-            dir,
+            dir: harness.dir.path().to_owned(),
             extra: Vec::new(),
+            harness,
         };
         let out = env.relata(&["migrate"]);
         assert!(
@@ -74,11 +54,11 @@ impl Env {
     }
 
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_relata"));
+        let mut cmd = Command::new(relata_binary());
         cmd.args(args)
             .env_remove("RELATA_CONFIG")
             .env("RELATA_DATABASE_URL", &self.database_url)
-            .env("RELATA_AMQP_URL", amqp_url())
+            .env("RELATA_AMQP_URL", self.harness.queues.amqp_url())
             .env("RELATA_QUEUE_PREFIX", &self.prefix)
             .env("RELATA_MODEL_URL", self.fake.base_url())
             .env("RELATA_MODEL_NAME", "fake-model")
@@ -86,7 +66,10 @@ impl Env {
             .env("RELATA_MODEL_RETRY_BASE_DELAY_MS", "20")
             .env("RELATA_MODEL_RETRY_MAX_DELAY_MS", "100")
             .env("RELATA_MODEL_REQUEST_TIMEOUT_MS", "10000")
-            .env("RELATA_RETRY_DELAYS_MS", "300,600")
+            .env(
+                "RELATA_RETRY_DELAYS_MS",
+                self.harness.queues.retry_delays_env(),
+            )
             .env("RELATA_LOG", "info");
         for (k, v) in &self.extra {
             cmd.env(k, v);
@@ -193,42 +176,15 @@ impl Env {
     }
 
     pub async fn broker(&self) -> Broker {
-        let topology = TopologyConfig {
-            prefix: self.prefix.clone(),
-            retry_delays_ms: vec![300, 600],
-            ..TopologyConfig::default()
-        };
-        Broker::connect(BrokerConfig {
-            topology,
-            ..BrokerConfig::new(amqp_url())
-        })
-        .await
-        .expect("broker")
+        self.harness.queues.broker().await.expect("broker")
     }
 
-    pub async fn teardown(self) {
-        if let Ok(b) = Broker::connect(BrokerConfig {
-            topology: TopologyConfig {
-                prefix: self.prefix.clone(),
-                retry_delays_ms: vec![300, 600],
-                ..TopologyConfig::default()
-            },
-            ..BrokerConfig::new(amqp_url())
-        })
-        .await
-        {
-            let _ = b.delete_topology().await;
-            b.close().await;
-        }
-        if let Ok(admin) = Store::connect(&admin_url()).await {
-            let _ = sqlx_drop(&admin, &self.db_name).await;
-        }
-        let _ = std::fs::remove_dir_all(&self.dir);
+    /// A second database, empty (not migrated), removed with its guard.
+    pub async fn bare_database(&self) -> TestDatabase {
+        TestDatabase::create(&Services::from_env(), "e2e_bare")
+            .await
+            .expect("bare database")
     }
-}
-
-async fn sqlx_drop(admin: &Store, name: &str) -> Result<(), relata_store::StoreError> {
-    admin.drop_database_for_tests(name).await
 }
 
 pub fn free_port() -> u16 {

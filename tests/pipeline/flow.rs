@@ -256,8 +256,6 @@ async fn ingest_extract_classify_end_to_end() {
     assert_eq!(again["unchanged"], 3);
     assert_eq!(again["jobs_published"], 0);
     assert_eq!(env.fake.chat_requests().len(), before);
-
-    env.teardown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -288,5 +286,4 @@ async fn bad_input_is_named_counted_and_the_rest_ingested() {
     assert_eq!(summary["new"], 2);
     assert_eq!(summary["bad_input"], 2);
     assert_eq!(summary["jobs_published"], 2);
-    env.teardown().await;
 }

@@ -123,5 +123,4 @@ async fn real_model_pipeline_classifies_every_outcome() {
         rate.accepted_rows as f64, rows,
         "stored accepted rows vs counted"
     );
-    env.teardown().await;
 }

@@ -1,0 +1,53 @@
+//! Operations only tests perform: creating and dropping whole databases. relata itself
+//! never drops anything, so these are compiled only with the `test-support` feature
+//! (which `relata-testkit` turns on); a production build has no such function.
+
+use sqlx::postgres::PgConnectOptions;
+use sqlx::{ConnectOptions, Connection};
+
+use crate::Result;
+
+fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// Create the database `name` on the server of `admin_url` (a URL naming any database
+/// the caller may connect to, usually `postgres`).
+pub async fn create_database(admin_url: &str, name: &str) -> Result<()> {
+    let admin: PgConnectOptions = admin_url.parse()?;
+    let mut conn = admin.connect().await?;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "CREATE DATABASE {}",
+        quoted(name)
+    )))
+    .execute(&mut conn)
+    .await?;
+    conn.close().await?;
+    Ok(())
+}
+
+/// Drop the database `name` if it exists, disconnecting its sessions first.
+pub async fn drop_database(admin_url: &str, name: &str) -> Result<()> {
+    let admin: PgConnectOptions = admin_url.parse()?;
+    let mut conn = admin.connect().await?;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+        quoted(name)
+    )))
+    .execute(&mut conn)
+    .await?;
+    conn.close().await?;
+    Ok(())
+}
+
+/// Whether a database of this name exists on the server of `admin_url`.
+pub async fn database_exists(admin_url: &str, name: &str) -> Result<bool> {
+    let admin: PgConnectOptions = admin_url.parse()?;
+    let mut conn = admin.connect().await?;
+    let exists = sqlx::query_scalar("SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)")
+        .bind(name)
+        .fetch_one(&mut conn)
+        .await?;
+    conn.close().await?;
+    Ok(exists)
+}
