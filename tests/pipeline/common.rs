@@ -152,8 +152,16 @@ impl Env {
         }
     }
 
+    /// Every current row, promoted or not (`export --include-pending`): what the
+    /// pipeline stored.
     pub fn export(&self) -> Vec<serde_json::Value> {
-        let out = self.relata(&["export"]);
+        self.export_with(&["--include-pending"])
+    }
+
+    pub fn export_with(&self, args: &[&str]) -> Vec<serde_json::Value> {
+        let mut all = vec!["export"];
+        all.extend_from_slice(args);
+        let out = self.relata(&all);
         assert!(
             out.status.success(),
             "export failed: {}",

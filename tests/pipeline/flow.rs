@@ -7,9 +7,9 @@ use relata_testkit::FakeOptions;
 
 use crate::common::{CURIE_A, CURIE_B, Env, corpus_path, route, sample};
 
-const TOWER: &str = "The Eiffel Tower is located in Paris. It was completed in 1889.\n";
+pub(crate) const TOWER: &str = "The Eiffel Tower is located in Paris. It was completed in 1889.\n";
 
-fn options() -> FakeOptions {
+pub(crate) fn options() -> FakeOptions {
     FakeOptions {
         models: vec!["fake-model".into()],
         routes: vec![

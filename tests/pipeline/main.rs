@@ -16,3 +16,4 @@ mod flow;
 mod real_model;
 mod report;
 mod restart;
+mod review;

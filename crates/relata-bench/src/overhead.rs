@@ -64,33 +64,13 @@ impl WorkerRun {
 
 /// Read back what an extract run did from the ledger.
 pub async fn ledger_figures(world: &World, task: &str) -> Result<(i64, i64, f64, f64, f64)> {
-    let pool = world.store.pool();
-    let (jobs, span): (i64, Option<f64>) = sqlx::query_as(
-        "SELECT count(*), extract(epoch FROM max(j.completed_at) - min(m.started_at))::float8
-         FROM jobs j JOIN model_calls m ON m.job_id = j.job_id
-         WHERE j.task = $1 AND j.state <> 'queued'",
-    )
-    .bind(task)
-    .fetch_one(pool)
-    .await?;
-    let rows: i64 = sqlx::query_scalar(
-        "SELECT (SELECT count(*) FROM entities) + (SELECT count(*) FROM claims) + (SELECT count(*) FROM claim_relations)",
-    )
-    .fetch_one(pool)
-    .await?;
-    let mut lat: Vec<f64> = sqlx::query_scalar(
-        "SELECT (extract(epoch FROM j.completed_at - m.started_at) * 1000)::float8
-         FROM jobs j JOIN model_calls m ON m.job_id = j.job_id
-         WHERE j.task = $1 AND j.state <> 'queued'",
-    )
-    .bind(task)
-    .fetch_all(pool)
-    .await?;
-    lat.sort_by(|a, b| a.total_cmp(b));
+    let timing = world.store.run_timing(task).await?;
+    let rows = world.store.rows_stored().await?;
+    let lat = timing.latencies_ms;
     Ok((
-        jobs,
+        timing.jobs,
         rows,
-        span.unwrap_or(f64::NAN),
+        timing.span_s.unwrap_or(f64::NAN),
         percentile(&lat, 50.0),
         percentile(&lat, 99.0),
     ))
@@ -207,45 +187,10 @@ pub async fn floor(
 
     // PostgreSQL: same pool size as a worker's store.
     let store = Store::connect_with(&world.db_url, &StoreOptions::default()).await?;
-    sqlx::query(
-        "CREATE TABLE floor_rows (id bigserial PRIMARY KEY, job_id text NOT NULL, row_index int NOT NULL,
-                                  statement text NOT NULL, quote text NOT NULL, quote_start int, quote_end int)",
-    )
-    .execute(store.pool())
-    .await?;
-    let statement =
-        "The source says that Orla1x1 Benton founded the Harbour Society of the northern coast";
-    let quote =
-        "Orla1x1 Benton founded the Harbour Society of the northern coast and wrote a long report";
-    let t = Instant::now();
-    let pool = store.pool().clone();
-    let results: Vec<Result<(), sqlx::Error>> = futures::stream::iter(0..jobs)
-        .map(|j| {
-            let pool = pool.clone();
-            async move {
-                let mut tx = pool.begin().await?;
-                let mut q = sqlx::QueryBuilder::new(
-                    "INSERT INTO floor_rows (job_id, row_index, statement, quote, quote_start, quote_end) ",
-                );
-                q.push_values(0..rows_per_job, |mut b, r| {
-                    b.push_bind(format!("{j:032x}"))
-                        .push_bind(r as i32)
-                        .push_bind(statement)
-                        .push_bind(quote)
-                        .push_bind(0i32)
-                        .push_bind(80i32);
-                });
-                q.build().execute(&mut *tx).await?;
-                tx.commit().await
-            }
-        })
-        .buffer_unordered(usize::from(concurrency))
-        .collect()
-        .await;
-    for r in results {
-        r?;
-    }
-    let store_s = t.elapsed().as_secs_f64();
+    let store_s = store
+        .floor_inserts(jobs, rows_per_job, usize::from(concurrency))
+        .await?
+        .as_secs_f64();
     store.close().await;
     world.teardown(false).await;
     Ok(Floor { queue_s, store_s })

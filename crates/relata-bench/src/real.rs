@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use futures::StreamExt;
 
 use crate::overhead::ledger_figures;
@@ -33,41 +33,31 @@ pub fn summaries_to_jsonl(summaries: &Path, out: &Path, limit: Option<usize>) ->
 }
 
 async fn print_store(world: &World) -> Result<()> {
-    let pool = world.store.pool();
-    for (label, sql) in [
-        ("documents", "SELECT count(*) FROM documents"),
-        ("chunks", "SELECT count(*) FROM chunks"),
-        ("entities", "SELECT count(*) FROM entities"),
-        ("claims", "SELECT count(*) FROM claims"),
-        ("relations", "SELECT count(*) FROM claim_relations"),
-        ("warnings", "SELECT count(*) FROM warnings"),
-        ("invalid_outputs", "SELECT count(*) FROM invalid_outputs"),
-        ("model_calls", "SELECT count(*) FROM model_calls"),
+    let store = &world.store;
+    let c = store.table_counts().await?;
+    for (label, n) in [
+        ("documents", c.documents),
+        ("chunks", c.chunks),
+        ("entities", c.entities),
+        ("claims", c.claims),
+        ("relations", c.relations),
+        ("warnings", c.warnings),
+        ("invalid_outputs", c.invalid_outputs),
+        ("model_calls", c.model_calls),
     ] {
-        println!("  {label:<16} {}", world.count(sql).await?);
+        println!("  {label:<16} {n}");
     }
     for task in ["extract", "classify"] {
         println!("  jobs {task:<11} {:?}", world.jobs(task).await?);
     }
-    let calls: Vec<(String, String, i64)> = sqlx::query_as(
-        "SELECT task, outcome, count(*) FROM model_calls GROUP BY 1, 2 ORDER BY 1, 2",
-    )
-    .fetch_all(pool)
-    .await?;
+    let calls = store.calls_by_outcome().await?;
     println!("  model_calls by outcome: {calls:?}");
-    let reasons: Vec<(String, String, Option<String>, i64)> = sqlx::query_as(
-        "SELECT task, reason, row_kind, count(*) FROM invalid_outputs GROUP BY 1, 2, 3 ORDER BY 4 DESC",
-    )
-    .fetch_all(pool)
-    .await?;
+    let reasons = store.rejections_by_kind().await?;
     println!("  invalid_outputs by (task, reason, row kind; none = whole response):");
     for (t, r, k, n) in reasons {
         println!("    {t} {r} {} {n}", k.unwrap_or_else(|| "none".into()));
     }
-    let warns: Vec<(String, i64)> =
-        sqlx::query_as("SELECT warning, count(*) FROM warnings GROUP BY 1 ORDER BY 2 DESC")
-            .fetch_all(pool)
-            .await?;
+    let warns = store.warnings_by_kind().await?;
     println!("  warnings: {warns:?}");
     Ok(())
 }
@@ -77,37 +67,19 @@ async fn print_store(world: &World) -> Result<()> {
 /// supported: the support check is on) claims per document, completion tokens per
 /// accepted claim, seconds per document.
 async fn print_acceptance(world: &World, docs: usize, seconds: f64) -> Result<()> {
-    let pool = world.store.pool();
-    let (model, prompt): (String, String) = sqlx::query_as(
-        "SELECT model, prompt_version FROM model_calls WHERE task = 'extract' LIMIT 1",
-    )
-    .fetch_one(pool)
-    .await?;
-    let responses = world
-        .count("SELECT count(*) FROM model_calls WHERE task = 'extract'")
-        .await?;
-    let truncated = world
-        .count(
-            "SELECT count(*) FROM invalid_outputs WHERE task = 'extract' AND reason = 'truncated'",
-        )
-        .await?;
-    let whole = world
-        .count("SELECT count(*) FROM invalid_outputs WHERE task = 'extract' AND row_kind IS NULL")
-        .await?;
-    let accepted = world.count("SELECT count(*) FROM claims").await?;
-    let rejected: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT reason, count(*) FROM invalid_outputs WHERE row_kind = 'claim'
-         GROUP BY 1 ORDER BY 2 DESC, 1",
-    )
-    .fetch_all(pool)
-    .await?;
+    let a = world.store.extract_acceptance().await?;
+    let Some((model, prompt)) = a.model_and_prompt.clone() else {
+        bail!("no extract call was recorded");
+    };
+    let (responses, truncated, whole, accepted) = (
+        a.responses,
+        a.truncated,
+        a.rejected_whole,
+        a.accepted_claims,
+    );
+    let rejected = a.rejected_claims;
     let rejected_n: i64 = rejected.iter().map(|(_, n)| n).sum();
-    let tokens: Option<i64> = sqlx::query_scalar(
-        "SELECT sum(completion_tokens)::bigint FROM model_calls WHERE task = 'extract'",
-    )
-    .fetch_one(pool)
-    .await?;
-    let tokens = tokens.unwrap_or(0);
+    let tokens = a.completion_tokens;
     println!("acceptance: model {model}, prompt {prompt}, {docs} documents");
     println!(
         "  responses {responses}; truncated {truncated}; rejected whole {whole} (truncated included)"
@@ -131,11 +103,7 @@ async fn print_acceptance(world: &World, docs: usize, seconds: f64) -> Result<()
         },
         seconds / docs.max(1) as f64
     );
-    let sample: Vec<(String, String)> =
-        sqlx::query_as("SELECT statement, quote FROM claims ORDER BY id LIMIT 40")
-            .fetch_all(pool)
-            .await?;
-    for (statement, quote) in sample {
+    for (statement, quote) in world.store.claim_sample(40).await? {
         println!("  claim: {statement:?} <- {quote:?}");
     }
     Ok(())

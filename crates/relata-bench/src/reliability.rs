@@ -393,28 +393,16 @@ async fn drive(
     };
     let jobs_in: i64 = jobs.iter().map(|(_, n)| n).sum();
     let committed = get("accepted") + get("partial") + get("invalid");
-    let dead: Vec<(String, i64)> = sqlx::query_as(
-        "SELECT dead_reason, count(*) FROM jobs WHERE state = 'dead' GROUP BY 1 ORDER BY 1",
-    )
-    .fetch_all(world.store.pool())
-    .await?;
-    let dup_claims = world
-        .count("SELECT count(*) FROM (SELECT 1 FROM claims GROUP BY job_id, row_index HAVING count(*) > 1) d")
-        .await?;
-    let dup_entities = world
-        .count("SELECT count(*) FROM (SELECT 1 FROM entities GROUP BY job_id, row_index HAVING count(*) > 1) d")
-        .await?;
-    let dup_outcomes = world
-        .count(
-            "SELECT count(*) FROM (SELECT 1 FROM model_calls WHERE outcome NOT IN ('transport_error', 'permanent_error')
-             GROUP BY job_id HAVING count(*) > 1) d",
-        )
-        .await?;
-    let dup_rejections = world
-        .count("SELECT count(*) FROM (SELECT 1 FROM invalid_outputs GROUP BY job_id, row_kind, row_index, reason HAVING count(*) > 1) d")
-        .await?;
-    let claims = world.count("SELECT count(*) FROM claims").await?;
-    let calls = world.count("SELECT count(*) FROM model_calls").await?;
+    let dead = world.store.dead_by_reason().await?;
+    let dup = world.store.duplicates().await?;
+    let (dup_claims, dup_entities, dup_outcomes, dup_rejections) = (
+        dup.claims,
+        dup.entities,
+        dup.model_calls,
+        dup.invalid_outputs,
+    );
+    let counts = world.store.table_counts().await?;
+    let (claims, calls) = (counts.claims, counts.model_calls);
     let accepted = get("accepted");
     // Lost: a document without a job, a job never finished, or an accepted job whose
     // claims are not all there.
@@ -453,11 +441,7 @@ async fn drive(
                     responder.chat_requests(),
                 ));
             }
-            let reasons: Vec<(String, i64)> = sqlx::query_as(
-                "SELECT reason, count(*) FROM invalid_outputs GROUP BY 1 ORDER BY 1",
-            )
-            .fetch_all(world.store.pool())
-            .await?;
+            let reasons = world.store.rejections_by_reason().await?;
             let reasons = reasons
                 .iter()
                 .map(|(r, n)| format!("{r}={n}"))

@@ -170,12 +170,7 @@ impl World {
 
     /// Extract (or classify) jobs by state.
     pub async fn jobs(&self, task: &str) -> Result<Vec<(String, i64)>> {
-        Ok(sqlx::query_as(
-            "SELECT state, count(*) FROM jobs WHERE task = $1 GROUP BY state ORDER BY state",
-        )
-        .bind(task)
-        .fetch_all(self.store.pool())
-        .await?)
+        Ok(self.store.jobs_by_state(task).await?)
     }
 
     /// (total, queued) jobs of a task.
@@ -188,10 +183,6 @@ impl World {
             .map(|(_, n)| *n)
             .sum();
         Ok((total, queued))
-    }
-
-    pub async fn count(&self, sql: &'static str) -> Result<i64> {
-        Ok(sqlx::query_scalar(sql).fetch_one(self.store.pool()).await?)
     }
 
     /// Wait until every job of `task` is terminal (at least `min` of them), polling.

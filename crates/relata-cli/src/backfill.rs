@@ -20,7 +20,7 @@ use anyhow::{Context, Result, bail};
 use chrono::{DateTime, NaiveDate, Utc};
 use indicatif::{ProgressBar, ProgressStyle};
 use relata_core::{Task, TaskVersion};
-use relata_producer::dispatch::publish_jobs;
+use relata_dispatch::publish_jobs;
 use relata_queue::{Broker, redact_url};
 use relata_store::{
     BackfillAction, BackfillCount, BackfillSelector, JobToPublish, PriorState, Store,
@@ -308,10 +308,8 @@ impl Pacer {
     /// Jobs per confirmed batch: about four batches a second under a rate.
     fn batch(&self) -> usize {
         match self.rate {
-            Some(r) => {
-                ((r / 4.0).floor() as usize).clamp(1, relata_producer::dispatch::PUBLISH_BATCH)
-            }
-            None => relata_producer::dispatch::PUBLISH_BATCH,
+            Some(r) => ((r / 4.0).floor() as usize).clamp(1, relata_dispatch::PUBLISH_BATCH),
+            None => relata_dispatch::PUBLISH_BATCH,
         }
     }
 

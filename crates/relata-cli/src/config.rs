@@ -37,6 +37,43 @@ pub struct Config {
     /// Per-check settings of the answer gate, e.g.
     /// `[answer_checks.figure_in_sources] enabled = true, severity = "reject"`.
     pub answer_checks: BTreeMap<relata_core::AnswerCheck, CheckSetting>,
+    /// The promotion policy: `[policy] rules = [{ name = "...", kind = "claim", decision =
+    /// "allow" }, ...]`; absent, the shipped defaults.
+    pub policy: PolicyConfig,
+    /// `[review] reviewers = ["Ada Lovelace"]` and the review queue's settings.
+    pub review: ReviewConfig,
+}
+
+#[derive(Debug, Clone, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PolicyConfig {
+    /// Ordered; the first rule that matches decides. `None`: the shipped defaults.
+    pub rules: Option<Vec<relata_core::Rule>>,
+}
+
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReviewConfig {
+    /// The people who may approve and reject (`RELATA_REVIEWERS`, comma-separated).
+    pub reviewers: Vec<String>,
+    /// How old the oldest pending candidate may get before `RelataReviewQueueStale`
+    /// fires (exported as `relata_review_stale_after_seconds`).
+    pub stale_after_hours: u64,
+    /// How often a worker's promoter judges new candidates.
+    pub promote_interval_ms: u64,
+    /// Candidates of each kind judged per promoter transaction.
+    pub promote_batch: u32,
+}
+
+impl Default for ReviewConfig {
+    fn default() -> Self {
+        ReviewConfig {
+            reviewers: Vec::new(),
+            stale_after_hours: 24,
+            promote_interval_ms: 2_000,
+            promote_batch: 500,
+        }
+    }
 }
 
 #[derive(Debug, Clone, serde::Deserialize)]
@@ -87,6 +124,8 @@ impl Default for Config {
             checks: BTreeMap::new(),
             support: SupportConfig::default(),
             answer_checks: BTreeMap::new(),
+            policy: PolicyConfig::default(),
+            review: ReviewConfig::default(),
         }
     }
 }
@@ -279,7 +318,23 @@ impl Config {
         )?;
         env_num("RELATA_MAX_CHUNK_BYTES", &mut config.ingest.max_chunk_bytes)?;
         env_num("RELATA_SUPPORT_MIN_SHARE", &mut config.support.min_share)?;
+        if let Some(v) = env("RELATA_REVIEWERS") {
+            config.review.reviewers = v.split(',').map(|n| n.trim().to_owned()).collect();
+        }
+        env_num(
+            "RELATA_REVIEW_STALE_AFTER_HOURS",
+            &mut config.review.stale_after_hours,
+        )?;
+        env_num(
+            "RELATA_PROMOTE_INTERVAL_MS",
+            &mut config.review.promote_interval_ms,
+        )?;
+        env_num("RELATA_PROMOTE_BATCH", &mut config.review.promote_batch)?;
         config.check_bounds()?;
+        // A policy or reviewer list that cannot be used stops every command here, before
+        // anything connects.
+        config.policy()?;
+        config.reviewers()?;
         relata_queue::check_amqp_url(&config.amqp_url).context("RELATA_AMQP_URL")?;
         if !config.database_url.contains("://") {
             bail!(
@@ -316,6 +371,19 @@ impl Config {
             3_600_000,
         )?;
         within("RELATA_CANDIDATE_K", w.candidate_k, 1, 1000)?;
+        within(
+            "RELATA_REVIEW_STALE_AFTER_HOURS",
+            self.review.stale_after_hours,
+            1,
+            24 * 365,
+        )?;
+        within(
+            "RELATA_PROMOTE_INTERVAL_MS",
+            self.review.promote_interval_ms,
+            10,
+            3_600_000,
+        )?;
+        within("RELATA_PROMOTE_BATCH", self.review.promote_batch, 1, 10_000)?;
         within(
             "RELATA_CLASSIFY_BATCH",
             w.classify_batch,
@@ -415,6 +483,21 @@ impl Config {
         Ok(gate)
     }
 
+    /// The promotion policy: the configured rules, or the shipped defaults.
+    pub fn policy(&self) -> Result<relata_core::Policy> {
+        match &self.policy.rules {
+            None => Ok(relata_core::Policy::shipped()),
+            Some(rules) => relata_core::Policy::new(rules.clone())
+                .map_err(|e| anyhow::anyhow!("[policy] cannot be used: {e}")),
+        }
+    }
+
+    /// The configured reviewers (possibly none: then nobody can approve or reject).
+    pub fn reviewers(&self) -> Result<relata_core::Reviewers> {
+        relata_core::Reviewers::new(&self.review.reviewers)
+            .map_err(|e| anyhow::anyhow!("[review] reviewers (RELATA_REVIEWERS): {e}"))
+    }
+
     pub fn worker(&self, task: Task) -> Result<WorkerSettings> {
         let w = &self.worker;
         if !Task::QUEUED.contains(&task) {
@@ -456,8 +539,11 @@ mod tests {
     use super::*;
 
     fn file(text: &str) -> std::path::PathBuf {
+        // Tests run in parallel threads of one process: a counter keeps their files apart.
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let k = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let n: u64 = std::process::id().into();
-        let path = std::env::temp_dir().join(format!("relata-config-{n}-{}.toml", text.len()));
+        let path = std::env::temp_dir().join(format!("relata-config-{n}-{k}.toml"));
         std::fs::write(&path, text).unwrap();
         path
     }
@@ -542,6 +628,67 @@ mod tests {
             let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
             std::fs::remove_file(&path).unwrap();
             assert!(err.contains(name) && err.contains("between"), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_policy_is_read_in_order_and_a_bad_one_stops_loading() {
+        let path = file(
+            "[policy]\nrules = [\n  { name = \"forum\", source = \"forum\", decision = \"deny\" },\n  { name = \"rest\", decision = \"allow\" },\n]\n",
+        );
+        let config = Config::load(Some(&path)).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let policy = config.policy().unwrap();
+        assert_eq!(policy.rules().len(), 2);
+        assert_eq!(policy.rules()[0].name, "forum");
+        // Absent: the shipped defaults.
+        assert_eq!(
+            Config::default().policy().unwrap(),
+            relata_core::Policy::shipped()
+        );
+
+        for (text, needle) in [
+            (
+                "[policy]\nrules = [{ name = \"x\", decision = \"maybe\" }]\n",
+                "line 2",
+            ),
+            (
+                "[policy]\nrules = [{ name = \"x\", decison = \"allow\" }]\n",
+                "decison",
+            ),
+            (
+                "[policy]\nrules = [{ name = \"x\", kind = \"claims\", decision = \"allow\" }]\n",
+                "line 2",
+            ),
+            (
+                "[policy]\nrules = [{ name = \"a\", decision = \"allow\" }, { name = \"a\", decision = \"deny\" }]\n",
+                "rule 2",
+            ),
+            ("[policy]\nrules = \"allow everything\"\n", "line 2"),
+        ] {
+            let path = file(text);
+            let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
+            std::fs::remove_file(&path).unwrap();
+            assert!(err.contains(needle), "{text}: {err}");
+        }
+    }
+
+    #[test]
+    fn reviewers_are_read_and_a_blank_or_repeated_name_is_refused() {
+        let path = file("[review]\nreviewers = [\"Ada Lovelace\", \"Grace Hopper\"]\n");
+        let config = Config::load(Some(&path)).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let r = config.reviewers().unwrap();
+        assert!(r.get("Ada Lovelace").is_ok());
+        assert!(r.get("Alan Turing").is_err());
+        for text in [
+            "[review]\nreviewers = [\"Ada\", \" \"]\n",
+            "[review]\nreviewers = [\"Ada\", \"Ada\"]\n",
+        ] {
+            let path = file(text);
+            let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
+            std::fs::remove_file(&path).unwrap();
+            assert!(err.contains("reviewers"), "{err}");
         }
     }
 

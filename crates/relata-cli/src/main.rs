@@ -9,10 +9,12 @@ mod answer;
 mod backfill;
 mod check;
 mod config;
+mod ingest;
 mod out;
 mod pipeline;
 mod probe;
 mod report;
+mod review;
 
 use std::path::PathBuf;
 
@@ -68,12 +70,29 @@ enum Command {
     /// twice the baseline's (with enough volume), 0 otherwise.
     Report(report::ReportArgs),
     /// Write documents, entities, claims and relations as JSONL (one record per line, with
-    /// a `kind` field) to stdout: the current task version's results, superseding older
-    /// ones.
+    /// a `kind` field) to stdout: the current task version's promoted results, superseding
+    /// older ones.
     Export {
         /// Include every row: superseded document revisions and older task versions.
         #[arg(long)]
         all_versions: bool,
+        /// Include candidates that are not promoted (pending review, rejected, denied, not
+        /// yet judged), each with its `state`.
+        #[arg(long)]
+        include_pending: bool,
+    },
+    /// The review queue: list, show, approve and reject candidates the policy held for a
+    /// person. Exit 1 when a decision was refused (nothing is recorded then).
+    #[command(subcommand)]
+    Review(review::ReviewCommand),
+    /// The evidence log of every promotion decision: verify the hash chain, show history.
+    #[command(subcommand)]
+    Evidence(review::EvidenceCommand),
+    /// Run the promotion policy now over every candidate without a decision (workers do
+    /// this in the background).
+    Promote {
+        #[arg(long)]
+        json: bool,
     },
     /// Answer a question from the stored documents, citing them by handle (S1, S2, …).
     /// Prints the answer with its sources resolved, or — when the model's answer fails
@@ -124,9 +143,15 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             Command::Ingest(args) => pipeline::ingest_cmd(&config, args).await,
             Command::Worker(args) => pipeline::worker(&config, args).await,
             Command::Status { json } => pipeline::status(&config, json).await,
-            Command::Export { all_versions } => {
-                pipeline::export(&config, all_versions).await.map(|()| 0)
-            }
+            Command::Export {
+                all_versions,
+                include_pending,
+            } => pipeline::export(&config, all_versions, include_pending)
+                .await
+                .map(|()| 0),
+            Command::Review(cmd) => review::review(&config, cmd).await,
+            Command::Evidence(cmd) => review::evidence(&config, cmd).await,
+            Command::Promote { json } => review::promote(&config, json).await,
             Command::Backfill(args) => backfill::run(&config, args).await,
             Command::Report(args) => report::run(&config, args).await,
             Command::Ask(args) => answer::ask(&config, args).await,

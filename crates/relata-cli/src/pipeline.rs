@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::ingest::{IngestOptions, ingest};
 use anyhow::{Context, Result, bail};
 use futures::StreamExt;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -12,7 +13,6 @@ use prometheus_client::registry::Registry;
 use relata_core::Task;
 use relata_model::{ModelClient, ModelMetrics};
 use relata_producer::corpus::{CorpusReader, DirOptions, JsonlOptions};
-use relata_producer::ingest::{IngestOptions, ingest};
 use relata_queue::{Broker, redact_url};
 use relata_store::Store;
 use relata_worker::{ChecksConfigured, JobMetrics, Readiness, Worker};
@@ -370,7 +370,13 @@ pub async fn status(config: &Config, json: bool) -> Result<u8> {
         }
     }
     outln!("unpublished jobs: {}", status.unpublished)?;
-    outln!("warnings awaiting review: {}", status.review_queue)?;
+    outln!("candidates:")?;
+    if status.candidates.is_empty() {
+        outln!("  (none)")?;
+    }
+    for c in &status.candidates {
+        outln!("  {:<9} {:<9} {}", c.kind, c.state, c.count)?;
+    }
     let r = &status.invalid_last_24h;
     let pct = |x: Option<f64>| x.map_or_else(|| "-".to_owned(), |x| format!("{:.1}%", x * 100.0));
     outln!(
@@ -387,7 +393,7 @@ pub async fn status(config: &Config, json: bool) -> Result<u8> {
 }
 
 /// `relata export`: JSONL on stdout.
-pub async fn export(config: &Config, all_versions: bool) -> Result<()> {
+pub async fn export(config: &Config, all_versions: bool, include_pending: bool) -> Result<()> {
     let store = store(config).await?;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -403,7 +409,7 @@ pub async fn export(config: &Config, all_versions: bool) -> Result<()> {
         },
         _ => relata_store::CurrentVersions::default(),
     };
-    let mut records = std::pin::pin!(store.export_versions(all_versions, current));
+    let mut records = std::pin::pin!(store.export_versions(all_versions, include_pending, current));
     while let Some(record) = records.next().await {
         serde_json::to_writer(&mut out, &record?)
             .map_err(std::io::Error::from)

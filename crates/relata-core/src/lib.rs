@@ -15,6 +15,7 @@ pub mod dead;
 pub mod handle;
 pub mod job;
 pub mod labels;
+pub mod promotion;
 pub mod sentences;
 pub mod task;
 pub mod text;
@@ -26,5 +27,9 @@ pub use handle::{Handle, HandleError, SourceHandle};
 pub use job::{JobMessage, JobMessageError};
 pub use labels::{
     AnswerCheck, AnswerStatus, Check, EntityType, Reason, RelationKind, RowKind, Severity, Warning,
+};
+pub use promotion::{
+    ActorKind, CandidateFacts, CandidateId, CandidateIdError, Decision, EvidenceDecision, Policy,
+    PolicyDecision, PolicyError, PromotionState, Reviewer, ReviewerError, Reviewers, Rule, Verdict,
 };
 pub use task::{JobId, Task, TaskVersion};

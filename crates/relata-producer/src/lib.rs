@@ -1,7 +1,9 @@
 //! The pure parts of relata's producer: reading a corpus, chunking text, hashing content.
 //!
-//! This crate knows nothing of PostgreSQL or RabbitMQ; its only IO is reading the corpus
-//! (files, a directory tree, stdin). `relata ingest` wires it to the store and the queue.
+//! This crate knows nothing of PostgreSQL or RabbitMQ (its dependency rules in
+//! `tests/layout/` hold it to that); its only IO is reading the corpus (files, a directory
+//! tree, stdin). `relata ingest` (in `relata-cli`) wires it to the store, and
+//! `relata-dispatch` publishes the jobs.
 //!
 //! # Corpus readers ([`corpus`])
 //!
@@ -68,8 +70,6 @@
 
 pub mod chunk;
 pub mod corpus;
-pub mod dispatch;
-pub mod ingest;
 
 pub use chunk::{ChunkSpan, DEFAULT_MAX_CHUNK_BYTES, chunk};
 pub use corpus::{CorpusError, CorpusErrorKind, CorpusReader, Location, SourceDocument};

@@ -25,6 +25,9 @@ pub enum ErrorKind {
     /// The database lacks migrations this relata needs (`relata migrate` has not run).
     /// Not retryable.
     NotMigrated,
+    /// A reviewer's decision was refused (a candidate stale, changed, already decided or
+    /// unknown). Not retryable: the same decision would be refused again.
+    Refused,
     /// Anything else (decode errors, a closed pool, configuration).
     Other,
 }
@@ -45,6 +48,8 @@ pub enum StoreError {
     InvalidInput(String),
     #[error("store invariant violated: {0}")]
     Invariant(String),
+    #[error("review refused: {}", refusals_text(.0))]
+    ReviewRefused(Vec<crate::promotion::Refusal>),
     #[error(
         "the database lacks {pending} of relata's {total} migrations: run `relata migrate` first"
     )]
@@ -64,6 +69,7 @@ impl StoreError {
             StoreError::InvalidInput(_) => ErrorKind::InvalidInput,
             StoreError::Invariant(_) => ErrorKind::Invariant,
             StoreError::NotMigrated { .. } => ErrorKind::NotMigrated,
+            StoreError::ReviewRefused(_) => ErrorKind::Refused,
         }
     }
 
@@ -81,6 +87,13 @@ impl StoreError {
             _ => None,
         }
     }
+}
+
+fn refusals_text(r: &[crate::promotion::Refusal]) -> String {
+    r.iter()
+        .map(|r| r.to_string())
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn classify(e: &sqlx::Error) -> ErrorKind {

@@ -37,13 +37,18 @@ mod answers;
 mod backfill;
 mod commit;
 mod documents;
-mod drift;
 mod error;
+mod export;
+mod failure_rates;
 mod jobs;
 mod lock;
+#[cfg(feature = "measure")]
+pub mod measure;
 mod normalize;
 mod pairs;
-mod report;
+pub mod promotion;
+mod review;
+mod status;
 #[cfg(feature = "test-support")]
 pub mod testing;
 mod types;
@@ -61,19 +66,25 @@ pub use answers::{
 pub use backfill::{
     BackfillAction, BackfillCount, BackfillSelector, ExtractCandidate, PairCandidate, PriorState,
 };
-pub use drift::{
+pub use error::{ErrorKind, Result, StoreError};
+pub use export::{
+    CurrentVersions, ExportClaim, ExportDocument, ExportEntity, ExportRecord, ExportRelation,
+    Provenance,
+};
+pub use failure_rates::{
     DoublingCheck, DoublingVerdict, DriftRow, FailureCounts, RateLevel, ReasonCount, judge_doubling,
 };
-pub use error::{ErrorKind, Result, StoreError};
 pub use jobs::{classify_job_id, extract_job_id};
 pub use lock::{LockHolder, RunLock, lock_key};
 pub use normalize::normalize_name;
+pub use promotion::{
+    CandidateCount, CandidateDetail, Decided, EvidenceRecord, PendingSummary, PromoteSummary,
+    Refusal, RefusalReason, ReviewCandidate, ReviewFilter, VerifyProblem, VerifyReport,
+};
 /// Dead-letter reasons are relata-core's closed set (also the queue's header and label).
 pub use relata_core::DeadReason;
-pub use report::{
-    CurrentVersions, DeadLetterCount, ExportClaim, ExportDocument, ExportEntity, ExportRecord,
-    ExportRelation, InvalidRate, JobCount, Provenance, ReviewItem, Status,
-};
+pub use review::ReviewItem;
+pub use status::{DeadLetterCount, InvalidRate, JobCount, Status};
 pub use types::{
     CallOutcome, ChunkRow, ChunkSpan, ClaimForClassify, CommitOutcome, Committed, JobRow, JobState,
     JobToPublish, NewModelCall, RowCounts, UpsertKind, UpsertOutcome,
@@ -154,11 +165,9 @@ impl Store {
         Ok(true)
     }
 
-    /// Wrap an existing pool.
-    pub fn from_pool(pool: PgPool) -> Store {
-        Store { pool }
-    }
-
+    /// The pool, for tests that inspect or damage the database directly. Only with the
+    /// `test-support` feature: outside this crate nothing runs SQL of its own.
+    #[cfg(feature = "test-support")]
     pub fn pool(&self) -> &PgPool {
         &self.pool
     }

@@ -728,7 +728,7 @@ impl Worker {
         if jobs.is_empty() {
             return Ok(());
         }
-        match relata_producer::dispatch::publish_jobs(&self.store, &self.broker, &jobs).await {
+        match relata_dispatch::publish_jobs(&self.store, &self.broker, &jobs).await {
             Ok(n) => {
                 tracing::info!(classify_jobs = n, "candidate pairs published");
                 Ok(())

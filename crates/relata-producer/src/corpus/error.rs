@@ -266,6 +266,17 @@ impl fmt::Display for CorpusErrorKind {
     }
 }
 
+impl CorpusError {
+    /// The store refused document `id` although the reader accepted it; the id is
+    /// bounded like every other echo of the input.
+    pub fn store_refused(id: &str, detail: String) -> CorpusError {
+        CorpusError::StoreRefused {
+            id: bounded(id),
+            detail,
+        }
+    }
+}
+
 /// `s` cut to at most [`MAX_ECHO_CHARS`] characters, with `…` marking a cut.
 pub(crate) fn bounded(s: &str) -> String {
     match s.char_indices().nth(MAX_ECHO_CHARS) {

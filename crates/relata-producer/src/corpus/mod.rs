@@ -13,7 +13,6 @@ use std::io::{self, BufRead, BufReader};
 use std::path::Path;
 
 pub use dir::{DirOptions, DirReader};
-pub(crate) use error::bounded;
 pub use error::{CorpusError, CorpusErrorKind, Location, MAX_ECHO_CHARS};
 pub use jsonl::{DEFAULT_MAX_LINE_BYTES, JsonlOptions, JsonlReader};
 

@@ -16,4 +16,5 @@ mod jobs;
 mod migrations;
 mod ops;
 mod pairs;
+mod promotion;
 mod report;

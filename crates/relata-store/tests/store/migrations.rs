@@ -136,4 +136,36 @@ async fn check_constraints_list_every_enum_value() {
         Warning::ALL.iter().map(|r| r.as_str()).collect(),
         "warning",
     );
+    use relata_core::{ActorKind, EvidenceDecision, PolicyDecision, PromotionState};
+    let evidence = checks(&db, "evidence").await;
+    has(
+        &evidence,
+        EvidenceDecision::ALL.iter().map(|r| r.as_str()).collect(),
+        "evidence decision",
+    );
+    has(
+        &evidence,
+        ActorKind::ALL.iter().map(|r| r.as_str()).collect(),
+        "actor kind",
+    );
+    has(
+        &evidence,
+        RowKind::ALL.iter().map(|r| r.as_str()).collect(),
+        "candidate kind",
+    );
+    let promotions = checks(&db, "promotions").await;
+    has(
+        &promotions,
+        PromotionState::ALL
+            .iter()
+            .filter(|s| **s != PromotionState::Proposed)
+            .map(|r| r.as_str())
+            .collect(),
+        "promotion state",
+    );
+    has(
+        &promotions,
+        PolicyDecision::ALL.iter().map(|r| r.as_str()).collect(),
+        "policy decision",
+    );
 }

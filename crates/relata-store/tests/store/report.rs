@@ -100,7 +100,7 @@ async fn export_round_trip() {
     ingest(s, "b", "Beta Inc closed its shop.").await;
 
     let lines: Vec<String> = s
-        .export(false)
+        .export(false, true)
         .map_ok(|r| serde_json::to_string(&r).unwrap())
         .try_collect()
         .await
@@ -137,7 +137,7 @@ async fn export_round_trip() {
     assert!(p["called_at"].is_string());
     assert_eq!(values[2]["type"], "organization");
 
-    let all: Vec<ExportRecord> = s.export(true).try_collect().await.unwrap();
+    let all: Vec<ExportRecord> = s.export(true, true).try_collect().await.unwrap();
     let docs = all
         .iter()
         .filter(|r| matches!(r, ExportRecord::Document(_)))

@@ -1,4 +1,9 @@
-//! Publishing jobs that the ledger says are not yet on the broker.
+//! relata-dispatch: publishing jobs that the ledger says are not yet on the broker.
+//!
+//! Both `relata ingest` (extract jobs) and the extractor (classify jobs for candidate
+//! pairs) publish ledger jobs; this crate is where they meet, so that neither depends on
+//! the other. It knows the store's ledger and the broker's confirmed publishing, and
+//! nothing of corpora, models or the gate.
 //!
 //! The ledger row is written first (by the store, in the same transaction as its input),
 //! then the message is published with confirms, then the row is marked published. A crash

@@ -14,9 +14,9 @@ use relata_store::{
     ChunkSpan as StoreSpan, ErrorKind, JobToPublish, Store, StoreError, UpsertKind,
 };
 
-use crate::chunk::chunk;
-use crate::corpus::{CorpusError, CorpusReader, bounded};
-use crate::dispatch::{DispatchError, PUBLISH_BATCH, publish_jobs};
+use relata_dispatch::{DispatchError, PUBLISH_BATCH, publish_jobs};
+use relata_producer::chunk::chunk;
+use relata_producer::corpus::{CorpusError, CorpusReader};
 
 #[derive(Debug, Clone)]
 pub struct IngestOptions {
@@ -104,10 +104,7 @@ pub async fn ingest(
             // document's problem, not the run's.
             Err(e) if e.kind() == ErrorKind::InvalidInput => {
                 summary.bad_input += 1;
-                on_bad_input(&CorpusError::StoreRefused {
-                    id: bounded(&doc.external_id),
-                    detail: e.to_string(),
-                });
+                on_bad_input(&CorpusError::store_refused(&doc.external_id, e.to_string()));
                 progress.inc(1);
                 continue;
             }

@@ -1,5 +1,5 @@
-//! `relata report`: the validation failure rate over time, from the evidence record alone
-//! (no Prometheus needed), and the doubling check that can page from cron.
+//! Validation failure rates over time, from the evidence record alone (no Prometheus
+//! needed), and the doubling check that can page from cron: what `relata report` prints.
 //!
 //! Two rates, as in [`InvalidRate`](crate::InvalidRate):
 //!

@@ -1,0 +1,356 @@
+//! `relata review`, `relata evidence` and `relata promote`: the promotion gate from the
+//! command line.
+
+use anyhow::{Context, Result, bail};
+use relata_core::{CandidateId, Decision, PromotionState, RowKind};
+use relata_store::{ErrorKind, ReviewFilter};
+
+use crate::config::Config;
+use crate::out::outln;
+use crate::pipeline::store;
+
+/// Exit code when a reviewer's decision was refused (stale, changed, already decided,
+/// unknown candidate) or `evidence verify` found a mismatch.
+pub const EXIT_REFUSED: u8 = 1;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum ReviewCommand {
+    /// Candidates waiting for a person (or in another state), oldest first.
+    List {
+        /// entity, claim or relation.
+        #[arg(long)]
+        kind: Option<RowKind>,
+        /// Only candidates from documents of this source.
+        #[arg(long)]
+        source: Option<String>,
+        /// pending (default), promoted, rejected or denied.
+        #[arg(long, default_value = "pending")]
+        state: PromotionState,
+        /// At most this many.
+        #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(i64).range(1..=100_000))]
+        limit: i64,
+        /// Print a JSON array of objects with id, kind, state, reasons and the row.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One candidate: the row, its quote marked in its chunk, its warnings, the model call
+    /// that proposed it and every decision about it.
+    Show {
+        /// claim:42, entity:7 or relation:9.
+        id: CandidateId,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Promote pending candidates in a reviewer's name. All or none: one refused
+    /// candidate (stale, changed, already decided) refuses the lot, naming each.
+    Approve {
+        #[arg(required = true)]
+        ids: Vec<CandidateId>,
+        /// The reviewer: a name from `[review] reviewers` / RELATA_REVIEWERS.
+        #[arg(long)]
+        by: String,
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Reject pending candidates in a reviewer's name, saying why.
+    Reject {
+        #[arg(required = true)]
+        ids: Vec<CandidateId>,
+        #[arg(long)]
+        by: String,
+        #[arg(long)]
+        note: String,
+    },
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub enum EvidenceCommand {
+    /// Recompute the evidence chain, every candidate's hash and every promotion state;
+    /// exit 1 naming the first record that does not match.
+    Verify {
+        #[arg(long)]
+        json: bool,
+    },
+    /// The last decisions, oldest first (of one candidate with --id).
+    History {
+        #[arg(long)]
+        id: Option<CandidateId>,
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(i64).range(1..=1_000_000))]
+        limit: i64,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+pub async fn review(config: &Config, cmd: ReviewCommand) -> Result<u8> {
+    // The reviewer is checked before anything connects: an unknown name never reaches
+    // the store.
+    let (decision, ids, reviewer, note) = match cmd {
+        ReviewCommand::List {
+            kind,
+            source,
+            state,
+            limit,
+            json,
+        } => return list(config, kind, source, state, limit, json).await,
+        ReviewCommand::Show { id, json } => return show(config, id, json).await,
+        ReviewCommand::Approve { ids, by, note } => (Decision::Approve, ids, by, note),
+        ReviewCommand::Reject { ids, by, note } => (Decision::Reject, ids, by, Some(note)),
+    };
+    let reviewer = config
+        .reviewers()?
+        .get(&reviewer)
+        .map_err(|e| anyhow::anyhow!("--by: {e}"))?;
+    if decision == Decision::Reject && note.as_deref().is_none_or(|n| n.trim().is_empty()) {
+        bail!("--note: a rejection must say why");
+    }
+    let store = store(config).await?;
+    match store
+        .review_decide(&ids, decision, &reviewer, note.as_deref())
+        .await
+    {
+        Ok(done) => {
+            for d in &done {
+                outln!(
+                    "{} {} by {} (evidence {})",
+                    d.id,
+                    d.state,
+                    reviewer,
+                    d.evidence_seq
+                )?;
+            }
+            Ok(0)
+        }
+        Err(e) if e.kind() == ErrorKind::Refused => {
+            if let relata_store::StoreError::ReviewRefused(refusals) = &e {
+                for r in refusals {
+                    eprintln!("refused: {r}");
+                }
+            }
+            eprintln!("nothing was {}d", decision);
+            Ok(EXIT_REFUSED)
+        }
+        Err(e) => Err(e).context("recording the decision"),
+    }
+}
+
+async fn list(
+    config: &Config,
+    kind: Option<RowKind>,
+    source: Option<String>,
+    state: PromotionState,
+    limit: i64,
+    json: bool,
+) -> Result<u8> {
+    let store = store(config).await?;
+    let items = store
+        .review_list(&ReviewFilter {
+            kind,
+            source,
+            state,
+            limit,
+        })
+        .await?;
+    if json {
+        outln!("{}", serde_json::to_string_pretty(&items)?)?;
+        return Ok(0);
+    }
+    if items.is_empty() {
+        outln!("no {state} candidates")?;
+    }
+    for c in &items {
+        let what = summary(&c.row);
+        let stale = if c.stale { " [stale]" } else { "" };
+        outln!("{:<16} {}{stale}", c.id.to_string(), what)?;
+        if !c.reasons.is_empty() {
+            outln!("                 why: {}", c.reasons.join("; "))?;
+        }
+    }
+    Ok(0)
+}
+
+/// One line about a row.
+fn summary(row: &serde_json::Value) -> String {
+    let s = |k: &str| row.get(k).and_then(|v| v.as_str()).unwrap_or("");
+    let text = if !s("statement").is_empty() {
+        format!("{:?} (quote {:?})", s("statement"), s("quote"))
+    } else if !s("name").is_empty() {
+        format!("{} ({})", s("name"), s("type"))
+    } else if !s("relation").is_empty() {
+        format!(
+            "{:?} {} {:?}",
+            s("statement_a"),
+            s("relation"),
+            s("statement_b")
+        )
+    } else {
+        row.to_string()
+    };
+    relata_core::text::cut(&text, 200).to_owned()
+}
+
+async fn show(config: &Config, id: CandidateId, json: bool) -> Result<u8> {
+    let store = store(config).await?;
+    let Some(d) = store.review_show(id).await? else {
+        eprintln!("{id}: no such candidate");
+        return Ok(EXIT_REFUSED);
+    };
+    if json {
+        outln!("{}", serde_json::to_string_pretty(&d)?)?;
+        return Ok(0);
+    }
+    let c = &d.candidate;
+    outln!(
+        "{}  state: {}{}",
+        c.id,
+        c.state,
+        if c.stale {
+            "  (stale: its document changed)"
+        } else {
+            ""
+        }
+    )?;
+    if let Some(rule) = &c.rule {
+        outln!("policy rule: {rule}")?;
+    }
+    for r in &c.reasons {
+        outln!("why: {r}")?;
+    }
+    outln!("row: {}", serde_json::to_string_pretty(&c.row)?)?;
+    for w in &d.warnings {
+        outln!(
+            "warning: {}{}: {}",
+            w.warning,
+            w.reason
+                .as_deref()
+                .map(|r| format!(" ({r})"))
+                .unwrap_or_default(),
+            w.detail
+        )?;
+    }
+    if let Some(ch) = &d.chunk {
+        match ch.quote {
+            Some((s, e)) => outln!(
+                "chunk {}:\n{}>>>{}<<<{}",
+                ch.chunk_id,
+                &ch.text[..s],
+                &ch.text[s..e],
+                &ch.text[e..]
+            )?,
+            None => outln!("chunk {}:\n{}", ch.chunk_id, ch.text)?,
+        }
+    }
+    match &d.call {
+        Some(m) => outln!(
+            "model call {}: {} prompt {} schema {} v{} ({}), job {}, at {}",
+            m.id,
+            m.model,
+            m.prompt_version,
+            m.schema_id,
+            m.schema_version,
+            m.schema_sha256,
+            m.job_id,
+            m.started_at
+        )?,
+        None => outln!("model call: not on record")?,
+    }
+    for e in &d.evidence {
+        outln!(
+            "evidence {}: {} by {} {} at {}{}",
+            e.seq,
+            e.decision,
+            e.actor_kind,
+            e.actor,
+            e.decided_at,
+            e.note
+                .as_deref()
+                .map(|n| format!(" — {n}"))
+                .unwrap_or_default()
+        )?;
+    }
+    Ok(0)
+}
+
+pub async fn evidence(config: &Config, cmd: EvidenceCommand) -> Result<u8> {
+    let store = store(config).await?;
+    match cmd {
+        EvidenceCommand::Verify { json } => {
+            let report = store.evidence_verify().await?;
+            if json {
+                outln!("{}", serde_json::to_string_pretty(&report)?)?;
+            } else if let Some(p) = &report.problem {
+                eprintln!("evidence does not verify: {p}");
+            } else {
+                outln!(
+                    "evidence verified: {} records, every candidate hash and promotion state matches",
+                    report.records
+                )?;
+            }
+            Ok(if report.problem.is_some() {
+                EXIT_REFUSED
+            } else {
+                0
+            })
+        }
+        EvidenceCommand::History { id, limit, json } => {
+            let records = store.evidence_history(id, limit).await?;
+            if json {
+                outln!("{}", serde_json::to_string_pretty(&records)?)?;
+                return Ok(0);
+            }
+            for e in &records {
+                outln!(
+                    "{:>6} {} {:<16} {:<8} {} {:?}{} prev {} sha256 {}",
+                    e.seq,
+                    e.decided_at.format("%Y-%m-%dT%H:%M:%S%.6fZ"),
+                    e.candidate.to_string(),
+                    e.decision,
+                    e.actor_kind,
+                    e.actor,
+                    e.note
+                        .as_deref()
+                        .map(|n| format!(" note {n:?}"))
+                        .unwrap_or_default(),
+                    &e.prev_sha256[..12],
+                    &e.sha256[..12],
+                )?;
+            }
+            Ok(0)
+        }
+    }
+}
+
+/// `relata promote`: run the policy over every candidate without a decision now.
+pub async fn promote(config: &Config, json: bool) -> Result<u8> {
+    let policy = config.policy()?;
+    let store = store(config).await?;
+    let batch = i64::from(config.review.promote_batch);
+    let mut total = relata_store::PromoteSummary::default();
+    loop {
+        let s = store.promote_pending(&policy, batch, true).await?;
+        if s.total() == 0 {
+            break;
+        }
+        for (k, d, n) in s.decided {
+            match total
+                .decided
+                .iter_mut()
+                .find(|(kk, dd, _)| *kk == k && *dd == d)
+            {
+                Some((_, _, m)) => *m += n,
+                None => total.decided.push((k, d, n)),
+            }
+        }
+    }
+    total.decided.sort();
+    if json {
+        outln!("{}", serde_json::to_string(&total)?)?;
+    } else if total.decided.is_empty() {
+        outln!("no candidates without a decision")?;
+    } else {
+        for (k, d, n) in &total.decided {
+            outln!("{k:<9} {d:<7} {n}")?;
+        }
+    }
+    Ok(0)
+}

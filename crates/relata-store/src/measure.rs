@@ -1,0 +1,281 @@
+//! Read-outs for the benchmarks and the reliability scenarios (`relata-bench`): counts,
+//! timings and duplicate checks that no relata command needs, and the "floor" inserts
+//! that measure what PostgreSQL alone costs. Compiled only with the `measure` feature, so
+//! the SQL stays in this crate and a production build carries none of it.
+
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+
+use crate::Store;
+use crate::error::Result;
+
+/// Rows per table.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TableCounts {
+    pub documents: i64,
+    pub chunks: i64,
+    pub entities: i64,
+    pub claims: i64,
+    pub relations: i64,
+    pub warnings: i64,
+    pub invalid_outputs: i64,
+    pub model_calls: i64,
+}
+
+/// When a task's terminal jobs ran, from the ledger and the evidence record.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunTiming {
+    /// Terminal jobs with a model call.
+    pub jobs: i64,
+    /// Seconds from the first model call's start to the last job's completion.
+    pub span_s: Option<f64>,
+    /// Per job, model call start to job completion, in milliseconds, ascending.
+    pub latencies_ms: Vec<f64>,
+}
+
+/// What the extract calls of a run came to (the real-model acceptance table).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ExtractAcceptance {
+    /// Model and prompt version of one extract call (`None`: no call was made).
+    pub model_and_prompt: Option<(String, String)>,
+    pub responses: i64,
+    pub truncated: i64,
+    /// Responses rejected whole.
+    pub rejected_whole: i64,
+    pub accepted_claims: i64,
+    /// Rejected claim rows by reason, most frequent first.
+    pub rejected_claims: Vec<(String, i64)>,
+    pub completion_tokens: i64,
+}
+
+/// Rows written twice for one (job, row), and jobs with two outcomes: each must be 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Duplicates {
+    pub claims: i64,
+    pub entities: i64,
+    pub model_calls: i64,
+    pub invalid_outputs: i64,
+}
+
+impl Store {
+    async fn count(&self, sql: &'static str) -> Result<i64> {
+        Ok(sqlx::query_scalar(sql).fetch_one(&self.pool).await?)
+    }
+
+    async fn groups(&self, sql: &'static str) -> Result<Vec<(String, i64)>> {
+        Ok(sqlx::query_as(sql).fetch_all(&self.pool).await?)
+    }
+
+    pub async fn table_counts(&self) -> Result<TableCounts> {
+        Ok(TableCounts {
+            documents: self.count("SELECT count(*) FROM documents").await?,
+            chunks: self.count("SELECT count(*) FROM chunks").await?,
+            entities: self.count("SELECT count(*) FROM entities").await?,
+            claims: self.count("SELECT count(*) FROM claims").await?,
+            relations: self.count("SELECT count(*) FROM claim_relations").await?,
+            warnings: self.count("SELECT count(*) FROM warnings").await?,
+            invalid_outputs: self.count("SELECT count(*) FROM invalid_outputs").await?,
+            model_calls: self.count("SELECT count(*) FROM model_calls").await?,
+        })
+    }
+
+    /// Jobs of `task` by state, in state order.
+    pub async fn jobs_by_state(&self, task: &str) -> Result<Vec<(String, i64)>> {
+        Ok(sqlx::query_as(
+            "SELECT state, count(*) FROM jobs WHERE task = $1 GROUP BY state ORDER BY state",
+        )
+        .bind(task)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Dead-lettered jobs by reason.
+    pub async fn dead_by_reason(&self) -> Result<Vec<(String, i64)>> {
+        self.groups(
+            "SELECT dead_reason, count(*) FROM jobs WHERE state = 'dead' GROUP BY 1 ORDER BY 1",
+        )
+        .await
+    }
+
+    /// `invalid_outputs` rows by reason.
+    pub async fn rejections_by_reason(&self) -> Result<Vec<(String, i64)>> {
+        self.groups("SELECT reason, count(*) FROM invalid_outputs GROUP BY 1 ORDER BY 1")
+            .await
+    }
+
+    /// `invalid_outputs` rows by (task, reason, row kind; `None` = whole response), most
+    /// frequent first.
+    pub async fn rejections_by_kind(&self) -> Result<Vec<(String, String, Option<String>, i64)>> {
+        Ok(sqlx::query_as(
+            "SELECT task, reason, row_kind, count(*) FROM invalid_outputs GROUP BY 1, 2, 3 ORDER BY 4 DESC",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Model calls by (task, outcome).
+    pub async fn calls_by_outcome(&self) -> Result<Vec<(String, String, i64)>> {
+        Ok(sqlx::query_as(
+            "SELECT task, outcome, count(*) FROM model_calls GROUP BY 1, 2 ORDER BY 1, 2",
+        )
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
+    /// Warnings by kind, most frequent first.
+    pub async fn warnings_by_kind(&self) -> Result<Vec<(String, i64)>> {
+        self.groups("SELECT warning, count(*) FROM warnings GROUP BY 1 ORDER BY 2 DESC")
+            .await
+    }
+
+    /// The first `limit` claims' (statement, quote).
+    pub async fn claim_sample(&self, limit: i64) -> Result<Vec<(String, String)>> {
+        Ok(
+            sqlx::query_as("SELECT statement, quote FROM claims ORDER BY id LIMIT $1")
+                .bind(limit)
+                .fetch_all(&self.pool)
+                .await?,
+        )
+    }
+
+    pub async fn run_timing(&self, task: &str) -> Result<RunTiming> {
+        let (jobs, span_s): (i64, Option<f64>) = sqlx::query_as(
+            "SELECT count(*), extract(epoch FROM max(j.completed_at) - min(m.started_at))::float8
+             FROM jobs j JOIN model_calls m ON m.job_id = j.job_id
+             WHERE j.task = $1 AND j.state <> 'queued'",
+        )
+        .bind(task)
+        .fetch_one(&self.pool)
+        .await?;
+        let mut latencies_ms: Vec<f64> = sqlx::query_scalar(
+            "SELECT (extract(epoch FROM j.completed_at - m.started_at) * 1000)::float8
+             FROM jobs j JOIN model_calls m ON m.job_id = j.job_id
+             WHERE j.task = $1 AND j.state <> 'queued'",
+        )
+        .bind(task)
+        .fetch_all(&self.pool)
+        .await?;
+        latencies_ms.sort_by(|a, b| a.total_cmp(b));
+        Ok(RunTiming {
+            jobs,
+            span_s,
+            latencies_ms,
+        })
+    }
+
+    /// Entities, claims and relations stored.
+    pub async fn rows_stored(&self) -> Result<i64> {
+        self.count(
+            "SELECT (SELECT count(*) FROM entities) + (SELECT count(*) FROM claims) + (SELECT count(*) FROM claim_relations)",
+        )
+        .await
+    }
+
+    pub async fn extract_acceptance(&self) -> Result<ExtractAcceptance> {
+        let model_and_prompt = sqlx::query_as(
+            "SELECT model, prompt_version FROM model_calls WHERE task = 'extract' LIMIT 1",
+        )
+        .fetch_optional(&self.pool)
+        .await?;
+        let completion_tokens: Option<i64> = sqlx::query_scalar(
+            "SELECT sum(completion_tokens)::bigint FROM model_calls WHERE task = 'extract'",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(ExtractAcceptance {
+            model_and_prompt,
+            responses: self
+                .count("SELECT count(*) FROM model_calls WHERE task = 'extract'")
+                .await?,
+            truncated: self
+                .count(
+                    "SELECT count(*) FROM invalid_outputs WHERE task = 'extract' AND reason = 'truncated'",
+                )
+                .await?,
+            rejected_whole: self
+                .count(
+                    "SELECT count(*) FROM invalid_outputs WHERE task = 'extract' AND row_kind IS NULL",
+                )
+                .await?,
+            accepted_claims: self.count("SELECT count(*) FROM claims").await?,
+            rejected_claims: self
+                .groups(
+                    "SELECT reason, count(*) FROM invalid_outputs WHERE row_kind = 'claim'
+                     GROUP BY 1 ORDER BY 2 DESC, 1",
+                )
+                .await?,
+            completion_tokens: completion_tokens.unwrap_or(0),
+        })
+    }
+
+    pub async fn duplicates(&self) -> Result<Duplicates> {
+        Ok(Duplicates {
+            claims: self
+                .count("SELECT count(*) FROM (SELECT 1 FROM claims GROUP BY job_id, row_index HAVING count(*) > 1) d")
+                .await?,
+            entities: self
+                .count("SELECT count(*) FROM (SELECT 1 FROM entities GROUP BY job_id, row_index HAVING count(*) > 1) d")
+                .await?,
+            // Two outcomes for one job: a job whose result was written twice.
+            model_calls: self
+                .count(
+                    "SELECT count(*) FROM (SELECT 1 FROM model_calls WHERE outcome NOT IN ('transport_error', 'permanent_error')
+                     GROUP BY job_id HAVING count(*) > 1) d",
+                )
+                .await?,
+            invalid_outputs: self
+                .count("SELECT count(*) FROM (SELECT 1 FROM invalid_outputs GROUP BY job_id, row_kind, row_index, reason HAVING count(*) > 1) d")
+                .await?,
+        })
+    }
+
+    /// The floor of what storing a job's rows costs: `jobs` transactions of one multi-row
+    /// `INSERT` of `rows_per_job` rows each into a scratch table with no foreign key,
+    /// trigger or secondary index, `concurrency` at a time. Returns the elapsed time.
+    pub async fn floor_inserts(
+        &self,
+        jobs: usize,
+        rows_per_job: usize,
+        concurrency: usize,
+    ) -> Result<Duration> {
+        sqlx::query(
+            "CREATE TABLE floor_rows (id bigserial PRIMARY KEY, job_id text NOT NULL, row_index int NOT NULL,
+                                      statement text NOT NULL, quote text NOT NULL, quote_start int, quote_end int)",
+        )
+        .execute(&self.pool)
+        .await?;
+        let statement =
+            "The source says that Orla1x1 Benton founded the Harbour Society of the northern coast";
+        let quote = "Orla1x1 Benton founded the Harbour Society of the northern coast and wrote a long report";
+        let t = Instant::now();
+        let pool = self.pool.clone();
+        let results: Vec<std::result::Result<(), sqlx::Error>> = futures::stream::iter(0..jobs)
+            .map(|j| {
+                let pool = pool.clone();
+                async move {
+                    let mut tx = pool.begin().await?;
+                    let mut q = sqlx::QueryBuilder::new(
+                        "INSERT INTO floor_rows (job_id, row_index, statement, quote, quote_start, quote_end) ",
+                    );
+                    q.push_values(0..rows_per_job, |mut b, r| {
+                        b.push_bind(format!("{j:032x}"))
+                            .push_bind(r as i32)
+                            .push_bind(statement)
+                            .push_bind(quote)
+                            .push_bind(0i32)
+                            .push_bind(80i32);
+                    });
+                    q.build().execute(&mut *tx).await?;
+                    tx.commit().await
+                }
+            })
+            .buffer_unordered(concurrency)
+            .collect()
+            .await;
+        for r in results {
+            r?;
+        }
+        Ok(t.elapsed())
+    }
+}

@@ -1,0 +1,1196 @@
+//! Promotion: candidates, decisions and the evidence log.
+//!
+//! Every entity, claim and relation a worker committed is a *candidate*. Nothing about
+//! it is final until a decision is recorded here:
+//!
+//! * [`Store::promote_pending`] judges the candidates the policy has not seen, in batches,
+//!   and records each verdict (`allow` → promoted, `review` → pending, `deny` → denied);
+//! * [`Store::review_decide`] records a named reviewer's approval or rejection of pending
+//!   candidates, refusing stale, changed and already decided ones;
+//! * every decision appends one record to `evidence`, a hash chain: the record holds the
+//!   sha256 of its candidate's canonical content (SQL `relata_candidate_sha256`), the
+//!   previous record's sha256 and its own, computed here over its fields
+//!   ([`EvidenceRecord::compute_sha256`]). [`Store::evidence_verify`] recomputes both and
+//!   names the first record that does not match.
+//!
+//! Decisions are appended by a promoter beside the workers' commits, never inside them:
+//! the chain's end (`evidence_head`) is locked once per batch, by one promoter at a time,
+//! and a commit never waits for it.
+
+use chrono::{DateTime, SubsecRound, Utc};
+use futures::TryStreamExt;
+use relata_core::{
+    ActorKind, CandidateFacts, CandidateId, Decision, EntityType, EvidenceDecision, Policy,
+    PolicyDecision, PromotionState, RelationKind, Reviewer, RowKind, Warning,
+};
+use sha2::{Digest, Sha256};
+use sqlx::Row;
+use sqlx::postgres::PgRow;
+
+use crate::error::{Result, StoreError};
+use crate::{Store, parse_label};
+
+macro_rules! evidence_select {
+    () => {
+        "SELECT seq, candidate_kind, candidate_id, candidate_sha256, call_id, task_version,
+                actor_kind, actor, decision, reasons, note, decided_at, prev_sha256, sha256
+         FROM evidence"
+    };
+}
+
+macro_rules! candidate_select {
+    () => {
+        "SELECT p.candidate_kind, p.candidate_id, p.state, p.rule, p.reasons, p.sources,
+                EXISTS (SELECT 1 FROM document_revisions dr
+                        JOIN documents d ON d.id = dr.document_id
+                        WHERE dr.id = ANY (p.revision_ids) AND d.current_revision_id <> dr.id),
+                p.proposed_at, p.decided_at,
+                coalesce(relata_candidate_row(p.candidate_kind, p.candidate_id), 'null'::jsonb)
+         FROM promotions p"
+    };
+}
+
+/// The `prev_sha256` of the first record.
+pub const GENESIS_SHA256: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// One record of the evidence log.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct EvidenceRecord {
+    pub seq: i64,
+    pub candidate: CandidateId,
+    /// sha256 of the candidate's canonical content when the decision was made.
+    pub candidate_sha256: String,
+    /// The model call that proposed the candidate; `None` when it is not on record.
+    pub call_id: Option<i64>,
+    /// The task version (fingerprint) of the job that proposed it.
+    pub task_version: String,
+    pub actor_kind: ActorKind,
+    /// The policy rule's name or the reviewer's name.
+    pub actor: String,
+    pub decision: EvidenceDecision,
+    pub reasons: Vec<String>,
+    pub note: Option<String>,
+    pub decided_at: DateTime<Utc>,
+    pub prev_sha256: String,
+    pub sha256: String,
+}
+
+impl EvidenceRecord {
+    /// The record's own hash: sha256 over a JSON array of every field but `sha256`, in a
+    /// fixed order, the time as RFC 3339 UTC with microseconds (what PostgreSQL keeps).
+    pub fn compute_sha256(&self) -> String {
+        let canonical = serde_json::json!([
+            self.seq,
+            self.candidate.kind.as_str(),
+            self.candidate.id,
+            self.candidate_sha256,
+            self.call_id,
+            self.task_version,
+            self.actor_kind.as_str(),
+            self.actor,
+            self.decision.as_str(),
+            self.reasons,
+            self.note,
+            self.decided_at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
+            self.prev_sha256,
+        ]);
+        hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
+    }
+}
+
+/// What one [`Store::promote_pending`] run did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PromoteSummary {
+    /// Decisions recorded, by candidate kind and policy decision.
+    pub decided: Vec<(RowKind, PolicyDecision, u64)>,
+    /// Another promoter held the evidence log; nothing was done (try again later).
+    pub busy: bool,
+}
+
+impl PromoteSummary {
+    pub fn total(&self) -> u64 {
+        self.decided.iter().map(|(_, _, n)| n).sum()
+    }
+
+    fn add(&mut self, kind: RowKind, d: PolicyDecision) {
+        match self
+            .decided
+            .iter_mut()
+            .find(|(k, dd, _)| *k == kind && *dd == d)
+        {
+            Some((_, _, n)) => *n += 1,
+            None => self.decided.push((kind, d, 1)),
+        }
+    }
+}
+
+/// Which candidates [`Store::review_list`] returns.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReviewFilter {
+    pub kind: Option<RowKind>,
+    /// Only candidates every document of which has this source.
+    pub source: Option<String>,
+    /// `Pending` for the review queue; `Proposed` is refused (not yet judged).
+    pub state: PromotionState,
+    pub limit: i64,
+}
+
+impl Default for ReviewFilter {
+    fn default() -> Self {
+        ReviewFilter {
+            kind: None,
+            source: None,
+            state: PromotionState::Pending,
+            limit: 100,
+        }
+    }
+}
+
+/// A candidate as the review queue shows it.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ReviewCandidate {
+    /// `claim:42`: what approve and reject take.
+    pub id: CandidateId,
+    pub kind: RowKind,
+    pub state: PromotionState,
+    /// The policy rule that decided (absent while `proposed`).
+    pub rule: Option<String>,
+    /// Why it needs review (warnings, relation kind, "no policy rule matched").
+    pub reasons: Vec<String>,
+    pub sources: Vec<String>,
+    /// Its document has a newer revision than the one it was proposed from: it can be
+    /// rejected but not approved.
+    pub stale: bool,
+    pub proposed_at: Option<DateTime<Utc>>,
+    pub decided_at: Option<DateTime<Utc>>,
+    /// The row itself.
+    pub row: serde_json::Value,
+}
+
+/// The chunk a claim or entity came from, with a claim's quote located in it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ChunkContext {
+    pub chunk_id: i64,
+    pub text: String,
+    /// UTF-8 byte offsets of the claim's quote within `text`.
+    pub quote: Option<(usize, usize)>,
+}
+
+/// A warning the gate attached to the candidate.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CandidateWarning {
+    pub warning: Warning,
+    pub reason: Option<String>,
+    pub detail: String,
+}
+
+/// The model call that proposed a candidate.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CallRecord {
+    pub id: i64,
+    pub job_id: String,
+    pub model: String,
+    pub prompt_version: String,
+    pub schema_id: String,
+    pub schema_version: i32,
+    pub schema_sha256: String,
+    pub started_at: DateTime<Utc>,
+}
+
+/// Everything `relata review show` prints.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CandidateDetail {
+    #[serde(flatten)]
+    pub candidate: ReviewCandidate,
+    pub chunk: Option<ChunkContext>,
+    pub warnings: Vec<CandidateWarning>,
+    pub call: Option<CallRecord>,
+    pub evidence: Vec<EvidenceRecord>,
+}
+
+/// Why a reviewer's decision about one candidate was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RefusalReason {
+    /// No such candidate.
+    NotFound,
+    /// The policy has not judged it yet (`relata promote` runs the policy now).
+    NotJudged,
+    /// It is not pending: already promoted, rejected or denied.
+    AlreadyDecided(PromotionState),
+    /// Its document changed since it was proposed.
+    Stale,
+    /// Its content is not what the policy judged (edited behind relata's back).
+    Changed,
+}
+
+impl std::fmt::Display for RefusalReason {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            RefusalReason::NotFound => f.write_str("no such candidate"),
+            RefusalReason::NotJudged => {
+                f.write_str("not yet judged by the policy (`relata promote` runs it now)")
+            }
+            RefusalReason::AlreadyDecided(s) => write!(f, "already decided: {s}"),
+            RefusalReason::Stale => f.write_str(
+                "stale: its document changed since it was proposed (it can be rejected, not approved)",
+            ),
+            RefusalReason::Changed => f.write_str(
+                "its content differs from what the policy judged (run `relata evidence verify`)",
+            ),
+        }
+    }
+}
+
+/// One refused candidate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal {
+    pub id: CandidateId,
+    pub reason: RefusalReason,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.id, self.reason)
+    }
+}
+
+/// A decision recorded by [`Store::review_decide`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Decided {
+    pub id: CandidateId,
+    pub state: PromotionState,
+    pub evidence_seq: i64,
+}
+
+/// What [`Store::evidence_verify`] found.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct VerifyReport {
+    /// Records checked.
+    pub records: i64,
+    /// The first problem, if any; `None` means the chain, every candidate hash and every
+    /// promotion state match.
+    pub problem: Option<VerifyProblem>,
+}
+
+/// The first place where the log and the store disagree.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct VerifyProblem {
+    /// The record at fault (or where the chain breaks), if one can be named.
+    pub seq: Option<i64>,
+    pub candidate: Option<CandidateId>,
+    pub what: String,
+}
+
+impl std::fmt::Display for VerifyProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let Some(seq) = self.seq {
+            write!(f, "evidence record {seq}")?;
+            if let Some(c) = self.candidate {
+                write!(f, " ({c})")?;
+            }
+            write!(f, ": ")?;
+        } else if let Some(c) = self.candidate {
+            write!(f, "{c}: ")?;
+        }
+        f.write_str(&self.what)
+    }
+}
+
+/// Pending candidates of one kind, for the review-queue gauges.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PendingSummary {
+    pub kind: RowKind,
+    pub count: i64,
+    pub oldest: Option<DateTime<Utc>>,
+}
+
+/// Candidates of one kind in one state, for `relata status`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CandidateCount {
+    pub kind: RowKind,
+    pub state: PromotionState,
+    pub count: i64,
+}
+
+/// A candidate the policy is about to judge.
+struct Unjudged {
+    id: CandidateId,
+    facts: CandidateFacts,
+    call_id: Option<i64>,
+    task_version: String,
+    revision_ids: Vec<i64>,
+    proposed_at: DateTime<Utc>,
+    sha256: Option<String>,
+}
+
+// Each query selects: id, call id (null when the call is not on record), provenance
+// complete, task version, warnings, entity type, relation, sources, revision ids,
+// proposed at, candidate sha256.
+const UNJUDGED_ENTITIES: &str = "
+    SELECT e.id, m.id, (m.id IS NOT NULL AND m.model <> '' AND m.prompt_version <> ''
+                        AND m.schema_id <> '' AND m.schema_sha256 <> ''),
+           coalesce(j.task_version_fingerprint, ''),
+           ARRAY(SELECT w.warning FROM warnings w WHERE w.entity_id = e.id ORDER BY w.id),
+           e.entity_type, NULL::text, ARRAY[d.source], ARRAY[e.revision_id],
+           coalesce(m.finished_at, now()), relata_candidate_sha256('entity', e.id)
+    FROM entities e
+    JOIN documents d ON d.id = e.document_id
+    LEFT JOIN model_calls m ON m.id = e.call_id
+    LEFT JOIN jobs j ON j.job_id = e.job_id
+    WHERE NOT EXISTS (SELECT 1 FROM promotions p
+                      WHERE p.candidate_kind = 'entity' AND p.candidate_id = e.id)
+    ORDER BY e.id LIMIT $1";
+
+const UNJUDGED_CLAIMS: &str = "
+    SELECT c.id, m.id, (m.id IS NOT NULL AND m.model <> '' AND m.prompt_version <> ''
+                        AND m.schema_id <> '' AND m.schema_sha256 <> ''),
+           coalesce(j.task_version_fingerprint, ''),
+           ARRAY(SELECT w.warning FROM warnings w WHERE w.claim_id = c.id ORDER BY w.id),
+           NULL::text, NULL::text, ARRAY[d.source], ARRAY[c.revision_id],
+           c.created_at, relata_candidate_sha256('claim', c.id)
+    FROM claims c
+    JOIN documents d ON d.id = c.document_id
+    LEFT JOIN model_calls m ON m.id = c.call_id
+    LEFT JOIN jobs j ON j.job_id = c.job_id
+    WHERE NOT EXISTS (SELECT 1 FROM promotions p
+                      WHERE p.candidate_kind = 'claim' AND p.candidate_id = c.id)
+    ORDER BY c.id LIMIT $1";
+
+const UNJUDGED_RELATIONS: &str = "
+    SELECT x.id, m.id, (m.id IS NOT NULL AND m.model <> '' AND m.prompt_version <> ''
+                        AND m.schema_id <> '' AND m.schema_sha256 <> ''),
+           x.task_version_fingerprint,
+           ARRAY(SELECT w.warning FROM warnings w WHERE w.relation_id = x.id ORDER BY w.id),
+           NULL::text, x.relation,
+           ARRAY(SELECT DISTINCT s FROM unnest(ARRAY[da.source, db.source]) s ORDER BY s),
+           ARRAY[a.revision_id, b.revision_id],
+           coalesce(m.finished_at, now()), relata_candidate_sha256('relation', x.id)
+    FROM claim_relations x
+    JOIN claims a ON a.id = x.claim_a
+    JOIN claims b ON b.id = x.claim_b
+    JOIN documents da ON da.id = a.document_id
+    JOIN documents db ON db.id = b.document_id
+    LEFT JOIN model_calls m ON m.id = x.call_id
+    WHERE NOT EXISTS (SELECT 1 FROM promotions p
+                      WHERE p.candidate_kind = 'relation' AND p.candidate_id = x.id)
+    ORDER BY x.id LIMIT $1";
+
+fn unjudged(kind: RowKind, r: &PgRow) -> Result<Unjudged> {
+    let warnings: Vec<String> = r.try_get(4)?;
+    let entity_type: Option<String> = r.try_get(5)?;
+    let relation: Option<String> = r.try_get(6)?;
+    let call_id: Option<i64> = r.try_get(1)?;
+    let has_provenance: Option<bool> = r.try_get(2)?;
+    Ok(Unjudged {
+        id: CandidateId {
+            kind,
+            id: r.try_get(0)?,
+        },
+        facts: CandidateFacts {
+            kind,
+            warnings: warnings
+                .into_iter()
+                .map(parse_label::<Warning>)
+                .collect::<Result<_>>()?,
+            entity_type: entity_type.map(parse_label::<EntityType>).transpose()?,
+            relation: relation.map(parse_label::<RelationKind>).transpose()?,
+            sources: r.try_get(7)?,
+            has_provenance: has_provenance.unwrap_or(false),
+        },
+        call_id,
+        task_version: r.try_get(3)?,
+        revision_ids: r.try_get(8)?,
+        proposed_at: r.try_get(9)?,
+        sha256: r.try_get(10)?,
+    })
+}
+
+/// Where the chain ends.
+struct Head {
+    seq: i64,
+    sha256: String,
+}
+
+/// Appends evidence records to the chain inside one transaction.
+struct Chain {
+    head: Head,
+    now: DateTime<Utc>,
+    records: Vec<EvidenceRecord>,
+}
+
+impl Chain {
+    fn new(head: Head) -> Chain {
+        Chain {
+            head,
+            // PostgreSQL keeps microseconds; the hash must be over what is stored.
+            now: Utc::now().trunc_subsecs(6),
+            records: Vec::new(),
+        }
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn append(
+        &mut self,
+        candidate: CandidateId,
+        candidate_sha256: String,
+        call_id: Option<i64>,
+        task_version: String,
+        actor_kind: ActorKind,
+        actor: String,
+        decision: EvidenceDecision,
+        reasons: Vec<String>,
+        note: Option<String>,
+    ) -> i64 {
+        let mut record = EvidenceRecord {
+            seq: self.head.seq + 1,
+            candidate,
+            candidate_sha256,
+            call_id,
+            task_version,
+            actor_kind,
+            actor,
+            decision,
+            reasons,
+            note,
+            decided_at: self.now,
+            prev_sha256: self.head.sha256.clone(),
+            sha256: String::new(),
+        };
+        record.sha256 = record.compute_sha256();
+        self.head = Head {
+            seq: record.seq,
+            sha256: record.sha256.clone(),
+        };
+        self.records.push(record);
+        self.head.seq
+    }
+
+    async fn write(self, tx: &mut sqlx::PgConnection) -> Result<()> {
+        if self.records.is_empty() {
+            return Ok(());
+        }
+        let n = self.records.len();
+        let mut seq = Vec::with_capacity(n);
+        let mut kind = Vec::with_capacity(n);
+        let mut id = Vec::with_capacity(n);
+        let mut csha = Vec::with_capacity(n);
+        let mut call = Vec::with_capacity(n);
+        let mut tv = Vec::with_capacity(n);
+        let mut actor_kind = Vec::with_capacity(n);
+        let mut actor = Vec::with_capacity(n);
+        let mut decision = Vec::with_capacity(n);
+        let mut reasons = Vec::with_capacity(n);
+        let mut note = Vec::with_capacity(n);
+        let mut at = Vec::with_capacity(n);
+        let mut prev = Vec::with_capacity(n);
+        let mut sha = Vec::with_capacity(n);
+        for r in &self.records {
+            seq.push(r.seq);
+            kind.push(r.candidate.kind.as_str());
+            id.push(r.candidate.id);
+            csha.push(r.candidate_sha256.as_str());
+            call.push(r.call_id);
+            tv.push(r.task_version.as_str());
+            actor_kind.push(r.actor_kind.as_str());
+            actor.push(r.actor.as_str());
+            decision.push(r.decision.as_str());
+            // A text[] per row cannot travel inside UNNEST: each row's reasons go as
+            // one JSON array.
+            reasons.push(serde_json::to_string(&r.reasons).unwrap_or_else(|_| "[]".into()));
+            note.push(r.note.as_deref());
+            at.push(r.decided_at);
+            prev.push(r.prev_sha256.as_str());
+            sha.push(r.sha256.as_str());
+        }
+        sqlx::query(
+            "INSERT INTO evidence (seq, candidate_kind, candidate_id, candidate_sha256, call_id,
+                 task_version, actor_kind, actor, decision, reasons, note, decided_at,
+                 prev_sha256, sha256)
+             SELECT t.seq, t.kind, t.id, t.csha, t.call, t.tv, t.actor_kind, t.actor,
+                    t.decision, ARRAY(SELECT jsonb_array_elements_text(t.reasons::jsonb)),
+                    t.note, t.at, t.prev, t.sha
+             FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bigint[],
+                         $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
+                         $11::text[], $12::timestamptz[], $13::text[], $14::text[])
+                  AS t(seq, kind, id, csha, call, tv, actor_kind, actor, decision, reasons,
+                       note, at, prev, sha)",
+        )
+        .bind(&seq)
+        .bind(&kind)
+        .bind(&id)
+        .bind(&csha)
+        .bind(&call)
+        .bind(&tv)
+        .bind(&actor_kind)
+        .bind(&actor)
+        .bind(&decision)
+        .bind(&reasons)
+        .bind(&note)
+        .bind(&at)
+        .bind(&prev)
+        .bind(&sha)
+        .execute(&mut *tx)
+        .await?;
+        sqlx::query("UPDATE evidence_head SET seq = $1, sha256 = $2")
+            .bind(self.head.seq)
+            .bind(&self.head.sha256)
+            .execute(&mut *tx)
+            .await?;
+        Ok(())
+    }
+}
+
+async fn lock_head(tx: &mut sqlx::PgConnection, wait: bool) -> Result<Option<Head>> {
+    let row = if wait {
+        sqlx::query("SELECT seq, sha256 FROM evidence_head FOR UPDATE")
+            .fetch_optional(&mut *tx)
+            .await?
+    } else {
+        sqlx::query("SELECT seq, sha256 FROM evidence_head FOR UPDATE SKIP LOCKED")
+            .fetch_optional(&mut *tx)
+            .await?
+    };
+    row.map(|r| {
+        Ok(Head {
+            seq: r.try_get(0)?,
+            sha256: r.try_get(1)?,
+        })
+    })
+    .transpose()
+}
+
+impl Store {
+    /// Judge up to `limit` candidates of each kind that have no decision yet, and record
+    /// each verdict with its evidence in one transaction. With `wait == false` a run that
+    /// finds another promoter appending returns at once with `busy` set (a worker's
+    /// promoter tries again on its next tick); with `true` it waits its turn.
+    pub async fn promote_pending(
+        &self,
+        policy: &Policy,
+        limit: i64,
+        wait: bool,
+    ) -> Result<PromoteSummary> {
+        let mut tx = self.pool.begin().await?;
+        let Some(head) = lock_head(&mut tx, wait).await? else {
+            return Ok(PromoteSummary {
+                decided: Vec::new(),
+                busy: true,
+            });
+        };
+        let mut todo = Vec::new();
+        for (kind, sql) in [
+            (RowKind::Entity, UNJUDGED_ENTITIES),
+            (RowKind::Claim, UNJUDGED_CLAIMS),
+            (RowKind::Relation, UNJUDGED_RELATIONS),
+        ] {
+            let rows = sqlx::query(sql).bind(limit).fetch_all(&mut *tx).await?;
+            for r in &rows {
+                todo.push(unjudged(kind, r)?);
+            }
+        }
+        let mut chain = Chain::new(head);
+        let mut summary = PromoteSummary::default();
+        let n = todo.len();
+        let (mut kinds, mut ids, mut states, mut decisions, mut rules, mut reasons) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        let (mut sources, mut revisions, mut seqs, mut proposed) = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for c in todo {
+            let Some(sha) = c.sha256 else {
+                // Read in this transaction a moment ago; a concurrent delete is a bug.
+                return Err(StoreError::Invariant(format!(
+                    "candidate {} vanished while being judged",
+                    c.id
+                )));
+            };
+            let verdict = policy.evaluate(&c.facts);
+            let seq = chain.append(
+                c.id,
+                sha,
+                c.call_id,
+                c.task_version,
+                ActorKind::Policy,
+                verdict.rule.clone(),
+                verdict.decision.into(),
+                verdict.reasons.clone(),
+                None,
+            );
+            summary.add(c.id.kind, verdict.decision);
+            kinds.push(c.id.kind.as_str());
+            ids.push(c.id.id);
+            states.push(PromotionState::after_policy(verdict.decision).as_str());
+            decisions.push(verdict.decision.as_str());
+            rules.push(verdict.rule);
+            reasons.push(serde_json::to_string(&verdict.reasons).unwrap_or_else(|_| "[]".into()));
+            sources.push(serde_json::to_string(&c.facts.sources).unwrap_or_else(|_| "[]".into()));
+            revisions.push(serde_json::to_string(&c.revision_ids).unwrap_or_else(|_| "[]".into()));
+            seqs.push(seq);
+            proposed.push(c.proposed_at);
+        }
+        let decided_at = chain.now;
+        chain.write(&mut tx).await?;
+        if !ids.is_empty() {
+            sqlx::query(
+                "INSERT INTO promotions (candidate_kind, candidate_id, state, policy_decision,
+                     rule, reasons, sources, revision_ids, evidence_seq, proposed_at, decided_at)
+                 SELECT t.kind, t.id, t.state, t.decision, t.rule,
+                        ARRAY(SELECT jsonb_array_elements_text(t.reasons::jsonb)),
+                        ARRAY(SELECT jsonb_array_elements_text(t.sources::jsonb)),
+                        ARRAY(SELECT (jsonb_array_elements_text(t.revisions::jsonb))::bigint),
+                        t.seq, t.proposed, $11
+                 FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
+                             $6::text[], $7::text[], $8::text[], $9::bigint[],
+                             $10::timestamptz[])
+                      AS t(kind, id, state, decision, rule, reasons, sources, revisions, seq,
+                           proposed)",
+            )
+            .bind(&kinds)
+            .bind(&ids)
+            .bind(&states)
+            .bind(&decisions)
+            .bind(&rules)
+            .bind(&reasons)
+            .bind(&sources)
+            .bind(&revisions)
+            .bind(&seqs)
+            .bind(&proposed)
+            .bind(decided_at)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(summary)
+    }
+
+    /// Candidates in one state (the review queue by default), oldest first.
+    pub async fn review_list(&self, filter: &ReviewFilter) -> Result<Vec<ReviewCandidate>> {
+        if filter.state == PromotionState::Proposed {
+            return Err(StoreError::InvalidInput(
+                "candidates not yet judged by the policy have no review state; run `relata promote`"
+                    .into(),
+            ));
+        }
+        let rows = sqlx::query(concat!(
+            candidate_select!(),
+            " WHERE p.state = $1
+                AND ($2::text IS NULL OR p.candidate_kind = $2)
+                AND ($3::text IS NULL OR p.sources = ARRAY[$3::text])
+              ORDER BY p.proposed_at, p.candidate_kind, p.candidate_id
+              LIMIT $4"
+        ))
+        .bind(filter.state.as_str())
+        .bind(filter.kind.map(RowKind::as_str))
+        .bind(filter.source.as_deref())
+        .bind(filter.limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(review_candidate).collect()
+    }
+
+    /// One candidate with its chunk, warnings, model call and evidence; `None` when it
+    /// does not exist. Also for candidates not yet judged (`proposed`).
+    pub async fn review_show(&self, id: CandidateId) -> Result<Option<CandidateDetail>> {
+        let row: Option<serde_json::Value> =
+            sqlx::query_scalar("SELECT relata_candidate_row($1, $2)")
+                .bind(id.kind.as_str())
+                .bind(id.id)
+                .fetch_one(&self.pool)
+                .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let judged = sqlx::query(concat!(
+            candidate_select!(),
+            " WHERE p.candidate_kind = $1 AND p.candidate_id = $2"
+        ))
+        .bind(id.kind.as_str())
+        .bind(id.id)
+        .fetch_optional(&self.pool)
+        .await?;
+        let candidate = match judged {
+            Some(r) => review_candidate(&r)?,
+            None => ReviewCandidate {
+                id,
+                kind: id.kind,
+                state: PromotionState::Proposed,
+                rule: None,
+                reasons: Vec::new(),
+                sources: Vec::new(),
+                stale: false,
+                proposed_at: None,
+                decided_at: None,
+                row: row.clone(),
+            },
+        };
+        let field = |k: &str| row.get(k).and_then(serde_json::Value::as_i64);
+        let chunk = match (id.kind, field("chunk_id")) {
+            (RowKind::Relation, _) | (_, None) => None,
+            (_, Some(chunk_id)) => {
+                let r = sqlx::query("SELECT text, start_byte FROM chunks WHERE id = $1")
+                    .bind(chunk_id)
+                    .fetch_one(&self.pool)
+                    .await?;
+                let text: String = r.try_get(0)?;
+                let start: i32 = r.try_get(1)?;
+                let quote = match (field("quote_start"), field("quote_end")) {
+                    (Some(qs), Some(qe)) => {
+                        let s = usize::try_from(qs - i64::from(start)).ok();
+                        let e = usize::try_from(qe - i64::from(start)).ok();
+                        s.zip(e).filter(|(s, e)| {
+                            s < e
+                                && *e <= text.len()
+                                && text.is_char_boundary(*s)
+                                && text.is_char_boundary(*e)
+                        })
+                    }
+                    _ => None,
+                };
+                Some(ChunkContext {
+                    chunk_id,
+                    text,
+                    quote,
+                })
+            }
+        };
+        let column = match id.kind {
+            RowKind::Entity => "entity_id",
+            RowKind::Claim => "claim_id",
+            RowKind::Relation => "relation_id",
+        };
+        let warnings = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "SELECT warning, reason, detail FROM warnings WHERE {column} = $1 ORDER BY id"
+        )))
+        .bind(id.id)
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(CandidateWarning {
+                warning: parse_label(r.try_get(0)?)?,
+                reason: r.try_get(1)?,
+                detail: r.try_get(2)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+        let call = match field("call_id") {
+            None => None,
+            Some(call_id) => sqlx::query(
+                "SELECT id, job_id, model, prompt_version, schema_id, schema_version,
+                        schema_sha256, started_at
+                 FROM model_calls WHERE id = $1",
+            )
+            .bind(call_id)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|r| {
+                Ok::<_, StoreError>(CallRecord {
+                    id: r.try_get(0)?,
+                    job_id: r.try_get(1)?,
+                    model: r.try_get(2)?,
+                    prompt_version: r.try_get(3)?,
+                    schema_id: r.try_get(4)?,
+                    schema_version: r.try_get(5)?,
+                    schema_sha256: r.try_get(6)?,
+                    started_at: r.try_get(7)?,
+                })
+            })
+            .transpose()?,
+        };
+        let evidence = self.evidence_history(Some(id), i64::MAX).await?;
+        Ok(Some(CandidateDetail {
+            candidate,
+            chunk,
+            warnings,
+            call,
+            evidence,
+        }))
+    }
+
+    /// Record a reviewer's decision about pending candidates: all of them or none. Each
+    /// must be pending, unchanged since the policy judged it (its canonical content hashes
+    /// as the evidence says) and — to be approved — not stale (its document has no newer
+    /// revision). A rejection needs a note. Refusals come back as
+    /// [`StoreError::ReviewRefused`], naming every refused candidate.
+    pub async fn review_decide(
+        &self,
+        ids: &[CandidateId],
+        decision: Decision,
+        reviewer: &Reviewer,
+        note: Option<&str>,
+    ) -> Result<Vec<Decided>> {
+        let note = note.map(str::trim).filter(|n| !n.is_empty());
+        if decision == Decision::Reject && note.is_none() {
+            return Err(StoreError::InvalidInput(
+                "a rejection needs a note saying why (--note)".into(),
+            ));
+        }
+        if ids.is_empty() {
+            return Err(StoreError::InvalidInput("no candidate named".into()));
+        }
+        let mut unique = ids.to_vec();
+        unique.sort();
+        unique.dedup();
+        let mut tx = self.pool.begin().await?;
+        let head = lock_head(&mut tx, true)
+            .await?
+            .ok_or_else(|| StoreError::Invariant("evidence_head has no row".into()))?;
+        let mut refusals = Vec::new();
+        let mut ok = Vec::new();
+        for id in &unique {
+            let r = sqlx::query(
+                "SELECT p.state, relata_candidate_sha256(p.candidate_kind, p.candidate_id),
+                        e.candidate_sha256, e.call_id, e.task_version,
+                        EXISTS (SELECT 1 FROM document_revisions dr
+                                JOIN documents d ON d.id = dr.document_id
+                                WHERE dr.id = ANY (p.revision_ids)
+                                  AND d.current_revision_id <> dr.id)
+                 FROM promotions p JOIN evidence e ON e.seq = p.evidence_seq
+                 WHERE p.candidate_kind = $1 AND p.candidate_id = $2
+                 FOR UPDATE OF p",
+            )
+            .bind(id.kind.as_str())
+            .bind(id.id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let refuse = |reason| Refusal { id: *id, reason };
+            let Some(r) = r else {
+                let exists: bool =
+                    sqlx::query_scalar("SELECT relata_candidate_sha256($1, $2) IS NOT NULL")
+                        .bind(id.kind.as_str())
+                        .bind(id.id)
+                        .fetch_one(&mut *tx)
+                        .await?;
+                refusals.push(refuse(if exists {
+                    RefusalReason::NotJudged
+                } else {
+                    RefusalReason::NotFound
+                }));
+                continue;
+            };
+            let state: PromotionState = parse_label(r.try_get(0)?)?;
+            let now_sha: Option<String> = r.try_get(1)?;
+            let judged_sha: String = r.try_get(2)?;
+            let stale: bool = r.try_get(5)?;
+            if state != PromotionState::Pending {
+                refusals.push(refuse(RefusalReason::AlreadyDecided(state)));
+            } else if now_sha.as_deref() != Some(judged_sha.as_str()) {
+                refusals.push(refuse(RefusalReason::Changed));
+            } else if stale && decision == Decision::Approve {
+                refusals.push(refuse(RefusalReason::Stale));
+            } else {
+                ok.push((
+                    *id,
+                    judged_sha,
+                    r.try_get::<Option<i64>, _>(3)?,
+                    r.try_get::<String, _>(4)?,
+                ));
+            }
+        }
+        if !refusals.is_empty() {
+            return Err(StoreError::ReviewRefused(refusals));
+        }
+        let mut chain = Chain::new(head);
+        let state = PromotionState::after_review(decision);
+        let mut decided = Vec::with_capacity(ok.len());
+        for (id, sha, call_id, task_version) in ok {
+            let seq = chain.append(
+                id,
+                sha,
+                call_id,
+                task_version,
+                ActorKind::Reviewer,
+                reviewer.name().to_owned(),
+                decision.into(),
+                Vec::new(),
+                note.map(str::to_owned),
+            );
+            decided.push(Decided {
+                id,
+                state,
+                evidence_seq: seq,
+            });
+        }
+        let at = chain.now;
+        chain.write(&mut tx).await?;
+        for d in &decided {
+            sqlx::query(
+                "UPDATE promotions SET state = $3, evidence_seq = $4, decided_at = $5
+                 WHERE candidate_kind = $1 AND candidate_id = $2",
+            )
+            .bind(d.id.kind.as_str())
+            .bind(d.id.id)
+            .bind(d.state.as_str())
+            .bind(d.evidence_seq)
+            .bind(at)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(decided)
+    }
+
+    /// The last `limit` evidence records (of one candidate, or all), in chain order.
+    pub async fn evidence_history(
+        &self,
+        candidate: Option<CandidateId>,
+        limit: i64,
+    ) -> Result<Vec<EvidenceRecord>> {
+        let rows = sqlx::query(concat!(
+            "SELECT * FROM (",
+            evidence_select!(),
+            " WHERE ($1::text IS NULL OR (candidate_kind = $1 AND candidate_id = $2))
+              ORDER BY seq DESC LIMIT $3) t ORDER BY seq"
+        ))
+        .bind(candidate.map(|c| c.kind.as_str()))
+        .bind(candidate.map(|c| c.id))
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(evidence_record).collect()
+    }
+
+    /// Recompute the chain (every record's hash and link), every candidate's hash and
+    /// every promotion state against its record; stop at the first disagreement.
+    pub async fn evidence_verify(&self) -> Result<VerifyReport> {
+        // One snapshot for the whole check: appends racing with it are not mistaken for
+        // breaks.
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
+            .execute(&mut *tx)
+            .await?;
+        let mut records = 0i64;
+        let mut prev = GENESIS_SHA256.to_owned();
+        let mut expected_seq = 1i64;
+        let mut problem = None;
+        {
+            let mut rows = sqlx::query(concat!(
+                "SELECT t.*, relata_candidate_sha256(t.candidate_kind, t.candidate_id) FROM (",
+                evidence_select!(),
+                ") t ORDER BY seq"
+            ))
+            .fetch(&mut *tx);
+            while let Some(r) = rows.try_next().await? {
+                let rec = evidence_record(&r)?;
+                let now_sha: Option<String> = r.try_get(14)?;
+                records += 1;
+                let at = |what: String| {
+                    Some(VerifyProblem {
+                        seq: Some(rec.seq),
+                        candidate: Some(rec.candidate),
+                        what,
+                    })
+                };
+                if rec.seq != expected_seq {
+                    problem = at(format!(
+                        "the log skips from record {} to {}: records were deleted",
+                        expected_seq - 1,
+                        rec.seq
+                    ));
+                } else if rec.prev_sha256 != prev {
+                    problem = at(
+                        "does not link to the record before it (prev_sha256 differs): the record before it was altered or removed"
+                            .into(),
+                    );
+                } else if rec.compute_sha256() != rec.sha256 {
+                    problem =
+                        at("its content does not match its sha256: the record was altered".into());
+                } else if now_sha.is_none() {
+                    problem = at("its candidate no longer exists".into());
+                } else if now_sha.as_deref() != Some(rec.candidate_sha256.as_str()) {
+                    problem = at(
+                        "its candidate's content no longer matches the hash recorded when it was decided: the row was edited"
+                            .into(),
+                    );
+                }
+                if problem.is_some() {
+                    break;
+                }
+                prev = rec.sha256;
+                expected_seq += 1;
+            }
+        }
+        if problem.is_none() {
+            let head = sqlx::query("SELECT seq, sha256 FROM evidence_head")
+                .fetch_optional(&mut *tx)
+                .await?;
+            let (head_seq, head_sha): (i64, String) = match head {
+                Some(h) => (h.try_get(0)?, h.try_get(1)?),
+                None => (-1, String::new()),
+            };
+            if head_seq != expected_seq - 1 || head_sha != prev {
+                problem = Some(VerifyProblem {
+                    seq: Some(head_seq),
+                    candidate: None,
+                    what: format!(
+                        "the chain's head names record {head_seq}, but the log ends at record {}: records at the end were deleted or the head was altered",
+                        expected_seq - 1
+                    ),
+                });
+            }
+        }
+        if problem.is_none() {
+            problem = promotion_problem(&mut tx).await?;
+        }
+        tx.commit().await?;
+        Ok(VerifyReport { records, problem })
+    }
+
+    /// Pending candidates by kind, with the oldest's proposal time.
+    pub async fn review_pending_summary(&self) -> Result<Vec<PendingSummary>> {
+        let rows = sqlx::query(
+            "SELECT candidate_kind, count(*), min(proposed_at) FROM promotions
+             WHERE state = 'pending' GROUP BY candidate_kind ORDER BY candidate_kind",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let found: Vec<PendingSummary> = rows
+            .iter()
+            .map(|r| {
+                Ok(PendingSummary {
+                    kind: parse_label(r.try_get(0)?)?,
+                    count: r.try_get(1)?,
+                    oldest: r.try_get(2)?,
+                })
+            })
+            .collect::<Result<_>>()?;
+        // Every kind, so a gauge drops to zero when its queue empties.
+        Ok(RowKind::ALL
+            .iter()
+            .map(|k| {
+                found
+                    .iter()
+                    .find(|f| f.kind == *k)
+                    .cloned()
+                    .unwrap_or(PendingSummary {
+                        kind: *k,
+                        count: 0,
+                        oldest: None,
+                    })
+            })
+            .collect())
+    }
+
+    /// Candidates by kind and state (`proposed`: not yet judged).
+    pub async fn candidate_counts(&self) -> Result<Vec<CandidateCount>> {
+        sqlx::query(
+            "SELECT kind, state, count(*) FROM candidate_states GROUP BY kind, state
+             ORDER BY kind, state",
+        )
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(CandidateCount {
+                kind: parse_label(r.try_get(0)?)?,
+                state: parse_label(r.try_get(1)?)?,
+                count: r.try_get(2)?,
+            })
+        })
+        .collect()
+    }
+}
+
+/// A promotion state that its evidence record does not support (a promotions row set
+/// to `promoted` with plain SQL, say).
+async fn promotion_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyProblem>> {
+    let mut rows = sqlx::query(
+        "SELECT p.candidate_kind, p.candidate_id, p.state, p.evidence_seq, e.decision,
+                e.candidate_kind, e.candidate_id,
+                (SELECT max(x.seq) FROM evidence x
+                 WHERE x.candidate_kind = p.candidate_kind AND x.candidate_id = p.candidate_id)
+         FROM promotions p LEFT JOIN evidence e ON e.seq = p.evidence_seq
+         ORDER BY p.evidence_seq",
+    )
+    .fetch(&mut *tx);
+    while let Some(r) = rows.try_next().await? {
+        let id = CandidateId {
+            kind: parse_label(r.try_get(0)?)?,
+            id: r.try_get(1)?,
+        };
+        let state: PromotionState = parse_label(r.try_get(2)?)?;
+        let seq: i64 = r.try_get(3)?;
+        let decision: Option<String> = r.try_get(4)?;
+        let ekind: Option<String> = r.try_get(5)?;
+        let eid: Option<i64> = r.try_get(6)?;
+        let latest: Option<i64> = r.try_get(7)?;
+        let problem = |what: String| {
+            Ok(Some(VerifyProblem {
+                seq: Some(seq),
+                candidate: Some(id),
+                what,
+            }))
+        };
+        if ekind.as_deref() != Some(id.kind.as_str()) || eid != Some(id.id) {
+            return problem(
+                "its promotion state points at a record about another candidate".into(),
+            );
+        }
+        if latest != Some(seq) {
+            return problem("its promotion state ignores a later decision".into());
+        }
+        let decision: EvidenceDecision = parse_label(decision.unwrap_or_default())?;
+        let implied = match decision {
+            EvidenceDecision::Allow => PromotionState::Promoted,
+            EvidenceDecision::Review => PromotionState::Pending,
+            EvidenceDecision::Deny => PromotionState::Denied,
+            EvidenceDecision::Approve => PromotionState::Promoted,
+            EvidenceDecision::Reject => PromotionState::Rejected,
+        };
+        if implied != state {
+            return problem(format!(
+                "its promotion state is {state} but its last decision ({decision}) makes it {implied}: the state was edited"
+            ));
+        }
+    }
+    Ok(None)
+}
+
+fn evidence_record(r: &PgRow) -> Result<EvidenceRecord> {
+    Ok(EvidenceRecord {
+        seq: r.try_get(0)?,
+        candidate: CandidateId {
+            kind: parse_label(r.try_get(1)?)?,
+            id: r.try_get(2)?,
+        },
+        candidate_sha256: r.try_get(3)?,
+        call_id: r.try_get(4)?,
+        task_version: r.try_get(5)?,
+        actor_kind: parse_label(r.try_get(6)?)?,
+        actor: r.try_get(7)?,
+        decision: parse_label(r.try_get(8)?)?,
+        reasons: r.try_get(9)?,
+        note: r.try_get(10)?,
+        decided_at: r.try_get(11)?,
+        prev_sha256: r.try_get(12)?,
+        sha256: r.try_get(13)?,
+    })
+}
+
+fn review_candidate(r: &PgRow) -> Result<ReviewCandidate> {
+    let kind: RowKind = parse_label(r.try_get(0)?)?;
+    Ok(ReviewCandidate {
+        id: CandidateId {
+            kind,
+            id: r.try_get(1)?,
+        },
+        kind,
+        state: parse_label(r.try_get(2)?)?,
+        rule: Some(r.try_get(3)?),
+        reasons: r.try_get(4)?,
+        sources: r.try_get(5)?,
+        stale: r.try_get(6)?,
+        proposed_at: Some(r.try_get(7)?),
+        decided_at: Some(r.try_get(8)?),
+        row: r.try_get(9)?,
+    })
+}

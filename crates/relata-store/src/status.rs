@@ -1,0 +1,146 @@
+//! What the ledger holds now, for `relata status` and readiness: jobs by task and state,
+//! dead letters by reason, unpublished jobs, the review queue's length, candidates by
+//! promotion state and the invalid-output rate of the last 24 hours.
+
+use sqlx::Row;
+
+use crate::Store;
+use crate::error::Result;
+
+/// Jobs of one task in one state.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct JobCount {
+    pub task: String,
+    pub state: String,
+    pub count: i64,
+}
+
+/// Dead-lettered jobs of one task with one reason.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct DeadLetterCount {
+    pub task: String,
+    pub reason: String,
+    pub count: i64,
+}
+
+/// The invalid-output rate over a window.
+///
+/// * `responses`: model calls that returned a response (outcome accepted, partial,
+///   rejected or invalid_envelope — transport and provider errors are not responses);
+/// * `responses_with_rejection`: those with at least one rejection (partial, rejected,
+///   invalid_envelope);
+/// * `rejections`: `invalid_outputs` rows (one per rejected row or rejected response);
+/// * `accepted_rows`: entities, claims and relations committed;
+/// * `response_rate` = responses_with_rejection / responses — the number to watch: it is
+///   what doubles when a model or prompt goes bad;
+/// * `row_rate` = rejections / (rejections + accepted_rows).
+///
+/// Rates are `None` when their denominator is zero (no traffic is not a 0% failure rate).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct InvalidRate {
+    pub window_hours: i64,
+    pub responses: i64,
+    pub responses_with_rejection: i64,
+    pub rejections: i64,
+    pub accepted_rows: i64,
+    pub response_rate: Option<f64>,
+    pub row_rate: Option<f64>,
+}
+
+/// What `relata status` shows from the store.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Status {
+    pub jobs: Vec<JobCount>,
+    pub dead_letters: Vec<DeadLetterCount>,
+    /// Queued jobs never published (a producer or extractor crashed in between).
+    pub unpublished: i64,
+    /// Warnings not yet reviewed.
+    pub review_queue: i64,
+    /// Candidates (entities, claims, relations) by kind and promotion state.
+    pub candidates: Vec<crate::promotion::CandidateCount>,
+    pub invalid_last_24h: InvalidRate,
+}
+
+impl Store {
+    /// Cheap liveness check of the database (for `/readyz`).
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    pub async fn status(&self) -> Result<Status> {
+        let jobs = sqlx::query(
+            "SELECT task, state, count(*) FROM jobs GROUP BY task, state ORDER BY task, state",
+        )
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(JobCount {
+                task: r.try_get(0)?,
+                state: r.try_get(1)?,
+                count: r.try_get(2)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+        let dead_letters = sqlx::query(
+            "SELECT task, dead_reason, count(*) FROM jobs WHERE state = 'dead'
+             GROUP BY task, dead_reason ORDER BY task, dead_reason",
+        )
+        .fetch_all(&self.pool)
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(DeadLetterCount {
+                task: r.try_get(0)?,
+                reason: r.try_get(1)?,
+                count: r.try_get(2)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+        let unpublished: i64 = sqlx::query_scalar(
+            "SELECT count(*) FROM jobs WHERE state = 'queued' AND published_at IS NULL",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        let review_queue: i64 =
+            sqlx::query_scalar("SELECT count(*) FROM warnings WHERE reviewed_at IS NULL")
+                .fetch_one(&self.pool)
+                .await?;
+        let r = sqlx::query(
+            "WITH calls AS (
+                 SELECT id, outcome FROM model_calls
+                 WHERE started_at > now() - interval '24 hours'
+                   AND outcome IN ('accepted', 'partial', 'rejected', 'invalid_envelope'))
+             SELECT
+                 (SELECT count(*) FROM calls),
+                 (SELECT count(*) FROM calls WHERE outcome <> 'accepted'),
+                 (SELECT count(*) FROM invalid_outputs WHERE call_id IN (SELECT id FROM calls)),
+                 (SELECT count(*) FROM entities WHERE call_id IN (SELECT id FROM calls))
+               + (SELECT count(*) FROM claims WHERE call_id IN (SELECT id FROM calls))
+               + (SELECT count(*) FROM claim_relations WHERE call_id IN (SELECT id FROM calls))",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        let (responses, with_rej, rejections, accepted): (i64, i64, i64, i64) =
+            (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?);
+        let candidates = self.candidate_counts().await?;
+        let ratio = |n: i64, d: i64| (d > 0).then(|| n as f64 / d as f64);
+        Ok(Status {
+            jobs,
+            dead_letters,
+            unpublished,
+            review_queue,
+            candidates,
+            invalid_last_24h: InvalidRate {
+                window_hours: 24,
+                responses,
+                responses_with_rejection: with_rej,
+                rejections,
+                accepted_rows: accepted,
+                response_rate: ratio(with_rej, responses),
+                row_rate: ratio(rejections, rejections + accepted),
+            },
+        })
+    }
+}

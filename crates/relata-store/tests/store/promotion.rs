@@ -1,0 +1,616 @@
+//! The promotion gate on the real PostgreSQL: the policy's decisions, reviewers'
+//! decisions, and the evidence chain that catches what was changed behind relata's back.
+
+// Test helpers: a failed unwrap is a failed test, with its location.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+
+use futures::TryStreamExt;
+use relata_core::{
+    CandidateId, Decision, EvidenceDecision, Handle, Policy, PolicyDecision, PromotionState,
+    Reviewer, Reviewers, RowKind,
+};
+use relata_store::{ErrorKind, ExportRecord, RefusalReason, ReviewFilter, Store, StoreError};
+use relata_validate::{ClassifyInput, GateConfig, judge_classify};
+use sqlx::Connection;
+
+use crate::common::{
+    TestDb, call, classify_version, committed, extract_doc, extract_doc_judged_by,
+    gate_without_support, ingest, one_claim,
+};
+
+fn ada() -> Reviewer {
+    Reviewers::new(["Ada Lovelace"])
+        .unwrap()
+        .get("Ada Lovelace")
+        .unwrap()
+}
+
+fn claim(id: i64) -> CandidateId {
+    CandidateId {
+        kind: RowKind::Claim,
+        id,
+    }
+}
+
+/// A claim kept with the `figure_not_in_quote` warning (the policy reviews it) and its
+/// entity; returns the claim id.
+async fn warned_claim(s: &Store, doc: &str) -> i64 {
+    let (_, _, done) = extract_doc_judged_by(
+        &gate_without_support(),
+        s,
+        doc,
+        "Alpha Corp was founded by Jane Roe in Bern.",
+        &one_claim(
+            "Alpha Corp",
+            "Alpha Corp was founded in 1990.",
+            "founded by Jane Roe",
+        ),
+    )
+    .await;
+    assert_eq!(done.counts.warnings, 1);
+    done.claim_ids[0]
+}
+
+/// A clean claim (the policy allows it); returns the claim id.
+async fn clean_claim(s: &Store, doc: &str, subject: &str) -> (i64, relata_core::JobId) {
+    let text = format!("{subject} opened the office called {doc} in the city.");
+    let (_, job, done) = extract_doc(
+        s,
+        doc,
+        &text,
+        &one_claim(
+            subject,
+            &format!("{subject} opened the office called {doc}."),
+            &format!("opened the office called {doc}"),
+        ),
+    )
+    .await;
+    assert_eq!(done.claim_ids.len(), 1, "{done:?}");
+    (done.claim_ids[0], job)
+}
+
+async fn state_of(s: &Store, id: CandidateId) -> PromotionState {
+    s.review_show(id).await.unwrap().unwrap().candidate.state
+}
+
+async fn verify_ok(s: &Store) -> i64 {
+    let r = s.evidence_verify().await.unwrap();
+    assert_eq!(r.problem, None, "{r:?}");
+    r.records
+}
+
+#[tokio::test]
+async fn the_policy_promotes_clean_rows_and_holds_warned_and_contested_ones_for_review() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let warned = warned_claim(s, "w").await;
+    let (a, _) = clean_claim(s, "d1", "Beta Inc").await;
+    let (b, origin) = clean_claim(s, "d2", "Beta Inc").await;
+    // A contradicts relation between the two clean claims.
+    let v = classify_version();
+    let jobs = s
+        .plan_classify_jobs(&origin, &[b], 5, 10, &v)
+        .await
+        .unwrap();
+    let job = &jobs[0];
+    let pairs = job.pairs.clone().unwrap();
+    assert!(pairs.contains(&(a, b)), "{pairs:?}");
+    let claims = s.load_claims_for_pairs(&pairs).await.unwrap();
+    let mut handle_map = BTreeMap::new();
+    let mut handle_of = BTreeMap::new();
+    for (i, c) in claims.iter().enumerate() {
+        let h = Handle::nth(i as u32 + 1);
+        handle_map.insert(h, c.id);
+        handle_of.insert(c.id, h);
+    }
+    let input = ClassifyInput {
+        handles: handle_map.keys().copied().collect(),
+        pairs: pairs
+            .iter()
+            .map(|(x, y)| (handle_of[x], handle_of[y]))
+            .collect(),
+    };
+    let relations: Vec<_> = input
+        .pairs
+        .iter()
+        .map(|(x, y)| {
+            serde_json::json!({"a": x.to_string(), "b": y.to_string(), "relation": "contradicts"})
+        })
+        .collect();
+    let raw = serde_json::json!({ "relations": relations }).to_string();
+    let j = judge_classify(&GateConfig::default(), &input, raw.as_bytes());
+    committed(
+        s.commit_classify(&job.job_id, &call(&v), &j, &handle_map)
+            .await
+            .unwrap(),
+    );
+
+    // Nothing is promoted before the policy runs: export (promoted only) has no rows.
+    let before: Vec<ExportRecord> = s.export(false, false).try_collect().await.unwrap();
+    assert!(
+        before
+            .iter()
+            .all(|r| matches!(r, ExportRecord::Document(_))),
+        "{before:?}"
+    );
+
+    let summary = s
+        .promote_pending(&Policy::shipped(), 100, true)
+        .await
+        .unwrap();
+    assert!(!summary.busy);
+    let count = |k, d| {
+        summary
+            .decided
+            .iter()
+            .find(|(kk, dd, _)| *kk == k && *dd == d)
+            .map_or(0, |x| x.2)
+    };
+    assert_eq!(count(RowKind::Claim, PolicyDecision::Allow), 2);
+    assert_eq!(count(RowKind::Claim, PolicyDecision::Review), 1);
+    assert_eq!(count(RowKind::Entity, PolicyDecision::Allow), 3);
+    assert_eq!(count(RowKind::Relation, PolicyDecision::Review), 1);
+    assert_eq!(summary.total(), 7);
+    // A second run finds nothing new.
+    assert_eq!(
+        s.promote_pending(&Policy::shipped(), 100, true)
+            .await
+            .unwrap()
+            .total(),
+        0
+    );
+
+    assert_eq!(state_of(s, claim(warned)).await, PromotionState::Pending);
+    assert_eq!(state_of(s, claim(a)).await, PromotionState::Promoted);
+
+    let queue = s.review_list(&ReviewFilter::default()).await.unwrap();
+    let ids: Vec<String> = queue.iter().map(|c| c.id.to_string()).collect();
+    assert_eq!(queue.len(), 2, "{ids:?}");
+    let w = queue.iter().find(|c| c.id == claim(warned)).unwrap();
+    assert_eq!(w.rule.as_deref(), Some("warnings"));
+    assert_eq!(w.reasons, ["warning: figure_not_in_quote"]);
+    assert_eq!(w.row["statement"], "Alpha Corp was founded in 1990.");
+    assert!(!w.stale);
+    let r = queue.iter().find(|c| c.kind == RowKind::Relation).unwrap();
+    assert_eq!(r.reasons, ["relation: contradicts"]);
+    let only_relations = s
+        .review_list(&ReviewFilter {
+            kind: Some(RowKind::Relation),
+            ..ReviewFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(only_relations.len(), 1);
+    let other_source = s
+        .review_list(&ReviewFilter {
+            source: Some("elsewhere".into()),
+            ..ReviewFilter::default()
+        })
+        .await
+        .unwrap();
+    assert!(other_source.is_empty());
+
+    // Export: promoted only by default; --include-pending adds the rest with state.
+    let promoted: Vec<ExportRecord> = s.export(false, false).try_collect().await.unwrap();
+    let claims_out: Vec<i64> = promoted
+        .iter()
+        .filter_map(|r| match r {
+            ExportRecord::Claim(c) => Some(c.id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(claims_out, [a, b]);
+    assert!(
+        !promoted
+            .iter()
+            .any(|r| matches!(r, ExportRecord::Relation(_))),
+        "the contradicts relation waits for a person"
+    );
+    let all: Vec<ExportRecord> = s.export(false, true).try_collect().await.unwrap();
+    let warned_out = all
+        .iter()
+        .find_map(|r| match r {
+            ExportRecord::Claim(c) if c.id == warned => Some(c.state),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(warned_out, PromotionState::Pending);
+
+    // A person approves the relation: now it is exported.
+    let rel = r.id;
+    let done = s
+        .review_decide(
+            &[rel],
+            Decision::Approve,
+            &ada(),
+            Some("checked both sources"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done[0].state, PromotionState::Promoted);
+    let promoted: Vec<ExportRecord> = s.export(false, false).try_collect().await.unwrap();
+    assert!(
+        promoted
+            .iter()
+            .any(|x| matches!(x, ExportRecord::Relation(r) if r.id == rel.id))
+    );
+    let history = s.evidence_history(Some(rel), 10).await.unwrap();
+    assert_eq!(history.len(), 2);
+    assert_eq!(history[0].decision, EvidenceDecision::Review);
+    assert_eq!(history[1].decision, EvidenceDecision::Approve);
+    assert_eq!(history[1].actor, "Ada Lovelace");
+    assert_eq!(history[1].note.as_deref(), Some("checked both sources"));
+    assert_eq!(history[1].task_version, v.fingerprint());
+    assert_eq!(
+        history[1].prev_sha256,
+        s.evidence_history(None, 2).await.unwrap()[0].sha256
+    );
+    assert_eq!(verify_ok(s).await, 8);
+
+    // Status shows candidates by state.
+    let st = s.status().await.unwrap();
+    let n = |k: RowKind, state: PromotionState| {
+        st.candidates
+            .iter()
+            .find(|c| c.kind == k && c.state == state)
+            .map_or(0, |c| c.count)
+    };
+    assert_eq!(n(RowKind::Claim, PromotionState::Pending), 1);
+    assert_eq!(n(RowKind::Claim, PromotionState::Promoted), 2);
+    assert_eq!(n(RowKind::Relation, PromotionState::Promoted), 1);
+    let pending = s.review_pending_summary().await.unwrap();
+    assert_eq!(pending.len(), 3);
+    let claims_pending = pending.iter().find(|p| p.kind == RowKind::Claim).unwrap();
+    assert_eq!(claims_pending.count, 1);
+    assert!(claims_pending.oldest.is_some());
+}
+
+#[tokio::test]
+async fn decisions_are_refused_when_already_made_stale_unknown_unjudged_or_noteless() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let warned = warned_claim(s, "w").await;
+    s.promote_pending(&Policy::shipped(), 100, true)
+        .await
+        .unwrap();
+    let (unjudged_later, _) = clean_claim(s, "d1", "Beta Inc").await;
+
+    // Not yet judged by the policy.
+    let err = s
+        .review_decide(&[claim(unjudged_later)], Decision::Approve, &ada(), None)
+        .await
+        .unwrap_err();
+    assert_refused(&err, &[RefusalReason::NotJudged]);
+    // No such candidate.
+    let err = s
+        .review_decide(&[claim(999_999)], Decision::Approve, &ada(), None)
+        .await
+        .unwrap_err();
+    assert_refused(&err, &[RefusalReason::NotFound]);
+    // A rejection without a note.
+    let err = s
+        .review_decide(&[claim(warned)], Decision::Reject, &ada(), Some("  "))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+
+    // All or nothing: one refused candidate refuses the lot.
+    s.promote_pending(&Policy::shipped(), 100, true)
+        .await
+        .unwrap();
+    let err = s
+        .review_decide(
+            &[claim(warned), claim(unjudged_later)],
+            Decision::Approve,
+            &ada(),
+            None,
+        )
+        .await
+        .unwrap_err();
+    assert_refused(
+        &err,
+        &[RefusalReason::AlreadyDecided(PromotionState::Promoted)],
+    );
+    assert_eq!(state_of(s, claim(warned)).await, PromotionState::Pending);
+
+    // Stale: the document changed since the claim was proposed. It cannot be approved...
+    ingest(s, "w", "Alpha Corp was founded by Jane Roe in Basel.").await;
+    let err = s
+        .review_decide(&[claim(warned)], Decision::Approve, &ada(), None)
+        .await
+        .unwrap_err();
+    assert_refused(&err, &[RefusalReason::Stale]);
+    assert!(
+        s.review_list(&ReviewFilter::default()).await.unwrap()[0].stale,
+        "the queue says so"
+    );
+    // ...but it can be rejected, and then not decided again.
+    s.review_decide(
+        &[claim(warned)],
+        Decision::Reject,
+        &ada(),
+        Some("the text changed"),
+    )
+    .await
+    .unwrap();
+    assert_eq!(state_of(s, claim(warned)).await, PromotionState::Rejected);
+    let err = s
+        .review_decide(&[claim(warned)], Decision::Reject, &ada(), Some("again"))
+        .await
+        .unwrap_err();
+    assert_refused(
+        &err,
+        &[RefusalReason::AlreadyDecided(PromotionState::Rejected)],
+    );
+    verify_ok(s).await;
+}
+
+fn assert_refused(err: &StoreError, expected: &[RefusalReason]) {
+    assert_eq!(err.kind(), ErrorKind::Refused, "{err}");
+    assert!(!err.is_retryable());
+    let StoreError::ReviewRefused(r) = err else {
+        panic!("{err}");
+    };
+    let got: Vec<_> = r.iter().map(|r| r.reason.clone()).collect();
+    assert_eq!(got, expected, "{err}");
+}
+
+#[tokio::test]
+async fn a_candidate_without_its_model_call_record_is_denied() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let (c, _) = clean_claim(s, "d1", "Alpha Corp").await;
+    // Behind relata's back, with the foreign keys switched off for this session (a
+    // superuser can): the call record disappears.
+    let mut conn = db.pool().acquire().await.unwrap();
+    sqlx::query("SET session_replication_role = replica")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    sqlx::query("DELETE FROM model_calls")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    sqlx::query("SET session_replication_role = DEFAULT")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    drop(conn);
+    let allow_all: Vec<relata_core::Rule> =
+        serde_json::from_str(r#"[{"name": "everything", "decision": "allow"}]"#).unwrap();
+    let summary = s
+        .promote_pending(&Policy::new(allow_all).unwrap(), 100, true)
+        .await
+        .unwrap();
+    assert_eq!(summary.total(), 2);
+    assert!(
+        summary
+            .decided
+            .iter()
+            .all(|(_, d, _)| *d == PolicyDecision::Deny),
+        "{summary:?}"
+    );
+    let shown = s.review_show(claim(c)).await.unwrap().unwrap();
+    assert_eq!(shown.candidate.state, PromotionState::Denied);
+    assert_eq!(
+        shown.candidate.rule.as_deref(),
+        Some(relata_core::promotion::NO_PROVENANCE)
+    );
+    assert!(shown.call.is_none());
+    assert_eq!(shown.evidence[0].call_id, None);
+    let exported: Vec<ExportRecord> = s.export(true, false).try_collect().await.unwrap();
+    assert!(
+        exported
+            .iter()
+            .all(|r| matches!(r, ExportRecord::Document(_)))
+    );
+}
+
+#[tokio::test]
+async fn the_evidence_log_refuses_update_delete_and_truncate() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    warned_claim(s, "w").await;
+    s.promote_pending(&Policy::shipped(), 100, true)
+        .await
+        .unwrap();
+    for sql in [
+        "UPDATE evidence SET decision = 'allow' WHERE seq = 1",
+        "DELETE FROM evidence WHERE seq = 1",
+        "TRUNCATE evidence CASCADE",
+    ] {
+        let err = StoreError::from(sqlx::query(sql).execute(db.pool()).await.unwrap_err());
+        assert!(err.to_string().contains("append-only"), "{sql}: {err}");
+    }
+    verify_ok(s).await;
+}
+
+/// Run `sql` on a connection of a superuser who switched triggers off: what the log's
+/// own defences cannot stop, verify must catch.
+async fn behind_relatas_back(db: &TestDb, sql: &str) {
+    let mut conn = db.pool().acquire().await.unwrap();
+    let mut tx = conn.begin().await.unwrap();
+    sqlx::query("SET LOCAL session_replication_role = replica")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    sqlx::query(sqlx::AssertSqlSafe(sql.to_owned()))
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+}
+
+async fn three_decisions() -> (TestDb, i64) {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let warned = warned_claim(s, "w").await;
+    s.promote_pending(&Policy::shipped(), 100, true)
+        .await
+        .unwrap();
+    s.review_decide(&[claim(warned)], Decision::Approve, &ada(), Some("ok"))
+        .await
+        .unwrap();
+    // entity, claim (review), claim (approve)
+    assert_eq!(verify_ok(s).await, 3);
+    (db, warned)
+}
+
+#[tokio::test]
+async fn verify_names_the_record_of_a_row_edited_with_plain_sql() {
+    let (db, warned) = three_decisions().await;
+    // No trigger needs switching off: the claim table allows updates.
+    sqlx::query("UPDATE claims SET statement = 'Alpha Corp was founded in 1991.' WHERE id = $1")
+        .bind(warned)
+        .execute(db.pool())
+        .await
+        .unwrap();
+    let p = db.store.evidence_verify().await.unwrap().problem.unwrap();
+    assert_eq!(p.seq, Some(2), "{p}");
+    assert_eq!(p.candidate, Some(claim(warned)));
+    assert!(p.what.contains("edited"), "{p}");
+}
+
+#[tokio::test]
+async fn verify_names_an_altered_evidence_record() {
+    let (db, _) = three_decisions().await;
+    behind_relatas_back(&db, "UPDATE evidence SET actor = 'Mallory' WHERE seq = 3").await;
+    let p = db.store.evidence_verify().await.unwrap().problem.unwrap();
+    assert_eq!(p.seq, Some(3), "{p}");
+    assert!(p.what.contains("altered"), "{p}");
+}
+
+#[tokio::test]
+async fn verify_names_a_deleted_evidence_record_in_the_middle_and_at_the_end() {
+    let (db, _) = three_decisions().await;
+    behind_relatas_back(&db, "DELETE FROM evidence WHERE seq = 2").await;
+    let p = db.store.evidence_verify().await.unwrap().problem.unwrap();
+    assert_eq!(p.seq, Some(3), "{p}");
+    assert!(p.what.contains("deleted"), "{p}");
+
+    let (db, _) = three_decisions().await;
+    // The last record and its promotion pointer, as someone covering their tracks would.
+    behind_relatas_back(&db, "DELETE FROM evidence WHERE seq = 3;").await;
+    let p = db.store.evidence_verify().await.unwrap().problem.unwrap();
+    assert!(p.what.contains("deleted"), "{p}");
+}
+
+#[tokio::test]
+async fn verify_catches_a_promotion_state_set_with_plain_sql() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let warned = warned_claim(s, "w").await;
+    s.promote_pending(&Policy::shipped(), 100, true)
+        .await
+        .unwrap();
+    sqlx::query("UPDATE promotions SET state = 'promoted' WHERE candidate_id = $1 AND candidate_kind = 'claim'")
+        .bind(warned)
+        .execute(db.pool())
+        .await
+        .unwrap();
+    let p = s.evidence_verify().await.unwrap().problem.unwrap();
+    assert_eq!(p.candidate, Some(claim(warned)), "{p}");
+    assert!(p.what.contains("state was edited"), "{p}");
+}
+
+#[tokio::test]
+async fn a_new_task_versions_rows_are_new_candidates_and_earlier_approvals_do_not_carry_over() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let warned = warned_claim(s, "w").await;
+    s.promote_pending(&Policy::shipped(), 100, true)
+        .await
+        .unwrap();
+    s.review_decide(&[claim(warned)], Decision::Approve, &ada(), None)
+        .await
+        .unwrap();
+    // The same chunk under another prompt version (a backfill): its own job and rows.
+    let chunk_id: i64 = sqlx::query_scalar("SELECT chunk_id FROM claims WHERE id = $1")
+        .bind(warned)
+        .fetch_one(db.pool())
+        .await
+        .unwrap();
+    let chunk = s.load_chunk(chunk_id).await.unwrap();
+    let v2 = relata_core::TaskVersion::new(&relata_core::EXTRACT_V1, "extract-p2", "test-model");
+    s.ensure_extract_jobs(&v2, &[chunk_id]).await.unwrap();
+    let job = relata_store::extract_job_id(&v2, chunk.id, &chunk.sha256);
+    let j = relata_validate::judge_extract(
+        &gate_without_support(),
+        &chunk.text,
+        one_claim(
+            "Alpha Corp",
+            "Alpha Corp was founded in 1990.",
+            "founded by Jane Roe",
+        )
+        .as_bytes(),
+    );
+    let done = committed(
+        s.commit_extract(&job, &call(&v2), &j, &chunk)
+            .await
+            .unwrap(),
+    );
+    let again = done.claim_ids[0];
+    assert_ne!(again, warned);
+    s.promote_pending(&Policy::shipped(), 100, true)
+        .await
+        .unwrap();
+    assert_eq!(state_of(s, claim(again)).await, PromotionState::Pending);
+    assert_eq!(state_of(s, claim(warned)).await, PromotionState::Promoted);
+    let approved = s.evidence_history(Some(claim(warned)), 10).await.unwrap();
+    let pending = s.evidence_history(Some(claim(again)), 10).await.unwrap();
+    assert_eq!(
+        approved[1].task_version,
+        crate::common::extract_version().fingerprint()
+    );
+    assert_eq!(pending[0].task_version, v2.fingerprint());
+    verify_ok(s).await;
+}
+
+#[tokio::test]
+async fn a_busy_chain_is_skipped_not_waited_for_by_the_background_promoter() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    warned_claim(s, "w").await;
+    let mut holder = db.pool().acquire().await.unwrap();
+    let mut tx = holder.begin().await.unwrap();
+    sqlx::query("SELECT 1 FROM evidence_head FOR UPDATE")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let summary = s
+        .promote_pending(&Policy::shipped(), 100, false)
+        .await
+        .unwrap();
+    assert!(summary.busy);
+    assert_eq!(summary.total(), 0);
+    tx.rollback().await.unwrap();
+    let summary = s
+        .promote_pending(&Policy::shipped(), 100, false)
+        .await
+        .unwrap();
+    assert!(!summary.busy);
+    assert_eq!(summary.total(), 2);
+}
+
+#[tokio::test]
+async fn show_marks_the_quote_in_its_chunk_and_names_the_call() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let warned = warned_claim(s, "w").await;
+    // Shown before the policy ran too, as proposed.
+    let d = s.review_show(claim(warned)).await.unwrap().unwrap();
+    assert_eq!(d.candidate.state, PromotionState::Proposed);
+    s.promote_pending(&Policy::shipped(), 100, true)
+        .await
+        .unwrap();
+    let d = s.review_show(claim(warned)).await.unwrap().unwrap();
+    let chunk = d.chunk.unwrap();
+    let (qs, qe) = chunk.quote.unwrap();
+    assert_eq!(&chunk.text[qs..qe], "founded by Jane Roe");
+    assert_eq!(d.warnings.len(), 1);
+    assert_eq!(d.call.unwrap().model, "test-model");
+    assert_eq!(d.evidence.len(), 1);
+    assert!(s.review_show(claim(424_242)).await.unwrap().is_none());
+}
