@@ -11,8 +11,8 @@
 //!
 //! [`router`] returns a plain `Router<()>` so other routers can be merged into the same
 //! server; [`serve`] serves with the client's address available
-//! (`ConnectInfo<SocketAddr>`) and stops on SIGTERM or SIGINT, letting requests in flight
-//! finish.
+//! (`ConnectInfo<SocketAddr>`) until the shutdown future it is given resolves, letting
+//! requests in flight finish.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -83,38 +83,22 @@ pub fn router(answerer: Answerer, registry: Arc<Registry>, config: ServeConfig) 
         .with_state(state)
 }
 
-/// Serve `router` on `listener` until SIGTERM or SIGINT; requests in flight finish.
-pub async fn serve(listener: tokio::net::TcpListener, router: Router) -> std::io::Result<()> {
+/// Serve `router` on `listener` until `shutdown` resolves (the binary passes its one
+/// SIGTERM/SIGINT signal); requests in flight finish.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    router: Router,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
     axum::serve(
         listener,
         router.into_make_service_with_connect_info::<SocketAddr>(),
     )
-    .with_graceful_shutdown(shutdown_signal())
+    .with_graceful_shutdown(async move {
+        shutdown.await;
+        tracing::info!("shutting down: no new requests; finishing those in flight");
+    })
     .await
-}
-
-async fn shutdown_signal() {
-    let ctrl_c = async {
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    };
-    #[cfg(unix)]
-    let term = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let term = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = term => {},
-    }
-    tracing::info!("shutting down: no new requests; finishing those in flight");
 }
 
 #[derive(Debug, Deserialize)]

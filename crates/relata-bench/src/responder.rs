@@ -335,11 +335,7 @@ fn sentences(source: &str) -> Vec<&str> {
         .split_inclusive(['.', '\n'])
         .filter_map(|s| {
             let s = s.trim();
-            let mut cut = s.len().min(200);
-            while !s.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            let s = s[..cut].trim_end();
+            let s = relata_core::text::cut(s, 200).trim_end();
             (s.split_whitespace().count() >= 4 && s.len() >= 12).then_some(s)
         })
         .collect()

@@ -182,7 +182,7 @@ pub async fn serve(config: &Config, args: ServeArgs) -> Result<u8> {
         .with_context(|| format!("cannot listen on {}", args.addr))?;
     let bound = listener.local_addr()?;
     tracing::info!(%bound, "serving POST /v1/answers, /healthz, /readyz, /metrics");
-    relata_answer::server::serve(listener, router)
+    relata_answer::server::serve(listener, router, crate::signal::shutdown())
         .await
         .context("serving HTTP")?;
     Ok(0)

@@ -171,7 +171,7 @@ pub async fn run(config: &Config, args: BackfillArgs) -> Result<u8> {
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let signals = tokio::spawn(async move {
-        stop_signal().await;
+        crate::signal::shutdown().await;
         let _ = stop_tx.send(true);
     });
 
@@ -451,28 +451,5 @@ impl Run<'_> {
             }
         }
         Ok(())
-    }
-}
-
-/// SIGINT or SIGTERM.
-async fn stop_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
-                }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
     }
 }

@@ -54,6 +54,17 @@ pub enum IngestError {
     WrongTask(Task),
 }
 
+/// One more item read: the spinner counts documents and shows the running totals.
+fn tick(progress: &ProgressBar, summary: &IngestSummary) {
+    progress.inc(1);
+    if !progress.is_hidden() {
+        progress.set_message(format!(
+            "{} chunks, {} jobs published, {} bad input",
+            summary.chunks, summary.jobs_published, summary.bad_input
+        ));
+    }
+}
+
 /// Ingest every document `reader` yields. Bad items are reported through `on_bad_input`
 /// and counted; they never abort the batch.
 pub async fn ingest(
@@ -77,7 +88,7 @@ pub async fn ingest(
             Err(e) => {
                 summary.bad_input += 1;
                 on_bad_input(&e);
-                progress.inc(1);
+                tick(progress, &summary);
                 continue;
             }
         };
@@ -105,7 +116,7 @@ pub async fn ingest(
             Err(e) if e.kind() == ErrorKind::InvalidInput => {
                 summary.bad_input += 1;
                 on_bad_input(&CorpusError::store_refused(&doc.external_id, e.to_string()));
-                progress.inc(1);
+                tick(progress, &summary);
                 continue;
             }
             Err(e) => return Err(e.into()),
@@ -125,7 +136,7 @@ pub async fn ingest(
             summary.jobs_published += publish_jobs(store, broker, &pending).await? as u64;
             pending.clear();
         }
-        progress.inc(1);
+        tick(progress, &summary);
     }
     // Jobs left unpublished by an earlier, interrupted run of this version.
     pending.extend(store.unpublished_jobs(&options.version, i64::MAX).await?);

@@ -15,6 +15,7 @@ mod pipeline;
 mod probe;
 mod report;
 mod review;
+mod signal;
 
 use std::path::PathBuf;
 

@@ -153,7 +153,7 @@ pub async fn ingest_cmd(config: &Config, args: IngestArgs) -> Result<u8> {
     let progress = if std::io::stderr().is_terminal() {
         let p = ProgressBar::new_spinner();
         p.set_style(
-            ProgressStyle::with_template("{spinner} {pos} documents ({per_sec}) {elapsed}")
+            ProgressStyle::with_template("{spinner} {pos} documents ({per_sec}); {msg} {elapsed}")
                 .unwrap_or_else(|_| ProgressStyle::default_spinner()),
         );
         p.enable_steady_tick(Duration::from_millis(200));
@@ -255,7 +255,7 @@ pub async fn worker(config: &Config, args: WorkerArgs) -> Result<u8> {
         job_metrics,
         readiness,
     ));
-    let run = worker.run(shutdown_signal()).await;
+    let run = worker.run(crate::signal::shutdown()).await;
     server.abort();
     match run {
         Ok(summary) => {
@@ -281,25 +281,6 @@ pub async fn worker(config: &Config, args: WorkerArgs) -> Result<u8> {
             Ok(EXIT_PROVIDER_REFUSED)
         }
         Err(e) => Err(e.into()),
-    }
-}
-
-async fn shutdown_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = match signal(SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => return std::future::pending().await,
-        };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = tokio::signal::ctrl_c() => {}
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
     }
 }
 

@@ -16,9 +16,41 @@ pub fn cut(s: &str, max_bytes: usize) -> &str {
     &s[..end]
 }
 
+/// The first `max_chars` characters of `s`, and whether anything was cut off.
+///
+/// The character-counted twin of [`cut`], for diagnostics bounded in characters (stored
+/// details and excerpts, echoes of input); every such bound in relata goes through one
+/// of the two.
+pub fn head_chars(s: &str, max_chars: usize) -> (&str, bool) {
+    match s.char_indices().nth(max_chars) {
+        Some((end, _)) => (&s[..end], true),
+        None => (s, false),
+    }
+}
+
+/// `s` with at most `max_chars` characters kept and `…` appended when anything was cut.
+pub fn ellipsize(s: &str, max_chars: usize) -> std::borrow::Cow<'_, str> {
+    match head_chars(s, max_chars) {
+        (head, true) => std::borrow::Cow::Owned(format!("{head}…")),
+        (whole, false) => std::borrow::Cow::Borrowed(whole),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn character_bounds_count_characters_not_bytes() {
+        assert_eq!(head_chars("héllo", 2), ("hé", true));
+        assert_eq!(head_chars("héllo", 5), ("héllo", false));
+        assert_eq!(head_chars("héllo", 9), ("héllo", false));
+        assert_eq!(head_chars("😀😀", 1), ("😀", true));
+        assert_eq!(head_chars("", 0), ("", false));
+        assert_eq!(head_chars("a", 0), ("", true));
+        assert_eq!(ellipsize("héllo", 2), "hé…");
+        assert_eq!(ellipsize("héllo", 5), "héllo");
+    }
 
     #[test]
     fn cuts_never_split_a_character() {

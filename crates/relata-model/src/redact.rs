@@ -99,10 +99,9 @@ fn redact_sk_words(text: &str) -> String {
 /// At most `max_chars` characters of `text`, redacted, with a marker when cut.
 pub fn excerpt(text: &str, max_chars: usize, key: Option<&ApiKey>) -> String {
     let redacted = redact(text, key);
-    let mut chars = redacted.char_indices();
-    match chars.nth(max_chars) {
-        None => redacted,
-        Some((cut, _)) => format!("{}…[{} bytes total]", &redacted[..cut], redacted.len()),
+    match relata_core::text::head_chars(&redacted, max_chars) {
+        (head, true) => format!("{head}…[{} bytes total]", redacted.len()),
+        (_, false) => redacted,
     }
 }
 

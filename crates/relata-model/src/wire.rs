@@ -397,11 +397,7 @@ fn bounded_usage(v: &Value) -> Result<Usage, String> {
 }
 
 fn short(v: &Value) -> String {
-    let s = v.to_string();
-    match s.char_indices().nth(40) {
-        Some((i, _)) => format!("{}…", &s[..i]),
-        None => s,
-    }
+    relata_core::text::ellipsize(&v.to_string(), 40).into_owned()
 }
 
 /// What an `{"error": {...}}` body means, decided by its code the way the same error

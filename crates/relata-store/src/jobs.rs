@@ -467,10 +467,7 @@ fn duration_ms(start: DateTime<Utc>, end: DateTime<Utc>) -> i64 {
 /// Diagnostics quote model output and inputs, so they can carry anything; a detail that
 /// made its own commit fail would turn a recorded rejection into a failed job.
 pub(crate) fn bounded(s: &str) -> Cow<'_, str> {
-    let s = match s.char_indices().nth(EXCERPT_MAX_CHARS) {
-        Some((i, _)) => &s[..i],
-        None => s,
-    };
+    let (s, _) = relata_core::text::head_chars(s, EXCERPT_MAX_CHARS);
     if s.contains('\0') {
         Cow::Owned(s.replace('\0', "\u{fffd}"))
     } else {

@@ -11,23 +11,19 @@ pub const MAX_DETAIL_CHARS: usize = 200;
 
 /// Cut a detail to [`MAX_DETAIL_CHARS`].
 pub(crate) fn bounded(s: String) -> String {
-    if s.chars().count() <= MAX_DETAIL_CHARS {
-        return s;
+    // At most MAX_DETAIL_CHARS in all, the ellipsis included.
+    match relata_core::text::head_chars(&s, MAX_DETAIL_CHARS) {
+        (_, false) => s,
+        (_, true) => relata_core::text::ellipsize(&s, MAX_DETAIL_CHARS - 1).into_owned(),
     }
-    let mut out: String = s.chars().take(MAX_DETAIL_CHARS - 1).collect();
-    out.push('…');
-    out
 }
 
 /// A short quoted excerpt of model text for a detail: at most `max` characters, debug
 /// escaped so control characters cannot reach a log line raw.
 pub(crate) fn excerpt(s: &str, max: usize) -> String {
-    let mut it = s.chars();
-    let head: String = it.by_ref().take(max).collect();
-    if it.next().is_some() {
-        format!("{head:?}…")
-    } else {
-        format!("{head:?}")
+    match relata_core::text::head_chars(s, max) {
+        (head, true) => format!("{head:?}…"),
+        (head, false) => format!("{head:?}"),
     }
 }
 

@@ -279,10 +279,7 @@ impl CorpusError {
 
 /// `s` cut to at most [`MAX_ECHO_CHARS`] characters, with `…` marking a cut.
 pub(crate) fn bounded(s: &str) -> String {
-    match s.char_indices().nth(MAX_ECHO_CHARS) {
-        None => s.to_owned(),
-        Some((cut, _)) => format!("{}…", &s[..cut]),
-    }
+    relata_core::text::ellipsize(s, MAX_ECHO_CHARS).into_owned()
 }
 
 /// The first field of `doc` the store cannot hold, as the error naming it.
