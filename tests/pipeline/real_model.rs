@@ -1,6 +1,6 @@
 //! The whole pipeline against the real model server (SmolLM2-135M, or Qwen2.5-0.5B with
 //! `RELATA_REAL_MODEL=qwen`, under llama-cpp-python, prepared by `scripts/real-model.sh`)
-//! on a few real Wikipedia summaries, with the configured extraction prompt (`extract-p2`
+//! on a few real Wikipedia summaries, with the configured extraction prompt (`extract-p3`
 //! by default). Ignored by default (slow; needs the server); `scripts/test` runs it.
 //!
 //! It asserts that every outcome is classified, not that rows are accepted: a 135M model

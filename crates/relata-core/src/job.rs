@@ -58,8 +58,9 @@ impl JobMessage {
         if raw.v != JOB_MESSAGE_VERSION {
             return Err(JobMessageError::Version(raw.v));
         }
-        let job_id = JobId::parse(&raw.job_id)
-            .ok_or_else(|| JobMessageError::JobId(raw.job_id.chars().take(40).collect()))?;
+        let job_id = JobId::parse(&raw.job_id).ok_or_else(|| {
+            JobMessageError::JobId(crate::text::head_chars(&raw.job_id, 40).0.to_owned())
+        })?;
         Ok(JobMessage {
             v: raw.v,
             task: raw.task,

@@ -74,8 +74,29 @@ impl TaskVersion {
 #[derive(
     Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
 )]
-#[serde(transparent)]
+// Deserialised through `parse` like every other way in: a `JobId` is 32 lowercase hex
+// digits whoever built it.
+#[serde(try_from = "String", into = "String")]
 pub struct JobId(String);
+
+impl TryFrom<String> for JobId {
+    type Error = String;
+
+    fn try_from(s: String) -> Result<JobId, String> {
+        JobId::parse(&s).ok_or_else(|| {
+            format!(
+                "not a job id (32 lowercase hex digits): {:?}",
+                crate::text::ellipsize(&s, 40)
+            )
+        })
+    }
+}
+
+impl From<JobId> for String {
+    fn from(id: JobId) -> String {
+        id.0
+    }
+}
 
 impl JobId {
     /// 128 bits of sha256(task-version fingerprint, input) as 32 hex characters.
@@ -109,6 +130,27 @@ impl std::fmt::Display for JobId {
 mod tests {
     use super::*;
     use crate::contract::EXTRACT_V1;
+
+    #[test]
+    fn a_job_id_is_deserialised_only_through_its_parser() {
+        let v = TaskVersion::new(&EXTRACT_V1, "extract-p1", "smollm2-135m");
+        let id = JobId::derive(&v, b"chunk");
+        let json = serde_json::to_string(&id).unwrap();
+        assert_eq!(json, format!("\"{id}\""));
+        assert_eq!(serde_json::from_str::<JobId>(&json).unwrap(), id);
+        for bad in [
+            "\"\"",
+            "\"xyz\"",
+            "\"0123456789ABCDEF0123456789abcdef\"",
+            "42",
+        ] {
+            let e = serde_json::from_str::<JobId>(bad).unwrap_err().to_string();
+            assert!(
+                e.contains("not a job id") || e.contains("invalid type"),
+                "{bad}: {e}"
+            );
+        }
+    }
 
     #[test]
     fn job_ids_change_with_every_part_of_the_version_and_the_input() {

@@ -92,7 +92,7 @@ pub struct ModelConfig {
     /// Model name sent in every request (and part of the task version).
     pub model: String,
     pub dialect: Dialect,
-    /// The extraction prompt (`extract-p1`, `extract-p2`); part of the task version.
+    /// The extraction prompt (`extract-p1`, `extract-p2`, `extract-p3`); part of the task version.
     pub extract_prompt: ExtractPrompt,
     /// A file holding the API key (surrounding whitespace trimmed).
     pub api_key_file: Option<PathBuf>,

@@ -19,14 +19,20 @@ relata_core::closed_enum! {
         P1 = "extract-p1",
         /// Statements restated in their quote's own words; the subject listed among the
         /// entities; for servers that compile a schema, quotes held to the chunk's own
-        /// sentences and counts bounded ([`extract_schema_sent`]). The default.
-        #[default]
+        /// sentences and counts bounded ([`extract_schema_sent`]).
         P2 = "extract-p2",
+        /// One claim per leading sentence, its quote fixed to that sentence and its
+        /// statement held to that sentence's own words, starting with its first word
+        /// ([`extract_schema_sent_p3`]). Made for servers that compile a schema; without
+        /// one it is a prompt like `extract-p2` asking for the same shape. The default:
+        /// the most supported claims per document on both real models (BENCHMARKS.md §3b).
+        #[default]
+        P3 = "extract-p3",
     }
 }
 
 /// The default extraction prompt version.
-pub const EXTRACT_PROMPT_VERSION: &str = ExtractPrompt::P2.as_str();
+pub const EXTRACT_PROMPT_VERSION: &str = ExtractPrompt::P3.as_str();
 /// The classification prompt version.
 pub const CLASSIFY_PROMPT_VERSION: &str = "classify-p1";
 
@@ -62,31 +68,7 @@ pub mod sent_bounds {
 /// take are left out.
 pub fn extract_schema_sent(source: &str, dialect: Dialect) -> serde_json::Value {
     use relata_core::contract::bounds;
-    // Whitespace runs collapsed to one space: the gate matches quotes after the same
-    // collapsing, and a line break inside a sentence is one character less for a small
-    // model to copy.
-    let mut sentences: Vec<String> = relata_core::sentences::split(
-        source,
-        bounds::QUOTE_MIN_CHARS,
-        bounds::QUOTE_MIN_WORDS,
-        crate::wire::GRAMMAR_MAX_STRING_CHARS as usize,
-    )
-    .into_iter()
-    .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
-    .collect();
-    let mut seen = std::collections::HashSet::new();
-    sentences.retain(|s| seen.insert(s.clone()));
-    if dialect == Dialect::JsonObjectSchema {
-        // llama-cpp-python 0.3.36 escapes an enum string holding `"`, `\\`, `[` or `]`
-        // wrongly and its server dies on the broken grammar (seen on Wikipedia sentences
-        // with quoted titles). Such a sentence is left out: it cannot be quoted under this
-        // prompt on that server, which costs a claim, never the server.
-        sentences.retain(|s| !s.contains(['"', '\\', '[', ']']) && !s.contains(char::is_control));
-    }
-    let types: Vec<&str> = relata_core::EntityType::ALL
-        .iter()
-        .map(|t| t.as_str())
-        .collect();
+    let sentences = schema_sentences(source, dialect);
     let (quote, max_claims) = if sentences.is_empty() {
         // An empty enum is no schema; no sentence, no claim.
         (
@@ -104,20 +86,7 @@ pub fn extract_schema_sent(source: &str, dialect: Dialect) -> serde_json::Value 
         "additionalProperties": false,
         "required": ["entities", "claims"],
         "properties": {
-            "entities": {
-                "type": "array",
-                "maxItems": sent_bounds::MAX_ENTITIES,
-                "items": {
-                    "type": "object",
-                    "additionalProperties": false,
-                    "required": ["name", "type"],
-                    "properties": {
-                        "name": {"type": "string", "minLength": bounds::NAME_MIN_CHARS,
-                                 "maxLength": sent_bounds::NAME_MAX_CHARS},
-                        "type": {"type": "string", "enum": types},
-                    }
-                }
-            },
+            "entities": entities_schema_sent(),
             "claims": {
                 "type": "array",
                 "maxItems": max_claims,
@@ -133,6 +102,162 @@ pub fn extract_schema_sent(source: &str, dialect: Dialect) -> serde_json::Value 
                                     "maxLength": sent_bounds::NAME_MAX_CHARS},
                     }
                 }
+            }
+        }
+    })
+}
+
+/// The chunk's sentences as a schema may offer them: split by
+/// [`relata_core::sentences`], whitespace runs collapsed, repeats dropped, and for
+/// `json_object_schema` (llama-cpp-python) the sentences its grammar compiler cannot
+/// take left out.
+fn schema_sentences(source: &str, dialect: Dialect) -> Vec<String> {
+    use relata_core::contract::bounds;
+    // Whitespace runs collapsed to one space: the gate matches quotes after the same
+    // collapsing, and a line break inside a sentence is one character less for a small
+    // model to copy.
+    let mut sentences: Vec<String> = relata_core::sentences::split(
+        source,
+        bounds::QUOTE_MIN_CHARS,
+        bounds::QUOTE_MIN_WORDS,
+        crate::wire::GRAMMAR_MAX_STRING_CHARS as usize,
+    )
+    .into_iter()
+    .map(|s| s.split_whitespace().collect::<Vec<_>>().join(" "))
+    .collect();
+    let mut seen = std::collections::HashSet::new();
+    sentences.retain(|s| seen.insert(s.clone()));
+    if dialect == Dialect::JsonObjectSchema {
+        // llama-cpp-python 0.3.36 escapes an enum or const string holding `"`, `\\`, `[`
+        // or `]` wrongly and its server dies on the broken grammar (seen on Wikipedia
+        // sentences with quoted titles). Such a sentence is left out: it cannot be quoted
+        // under this prompt on that server, which costs a claim, never the server.
+        sentences.retain(|s| !s.contains(['"', '\\', '[', ']']) && !s.contains(char::is_control));
+    }
+    sentences
+}
+
+/// The `entities` part of a schema sent: bounded count and name length, types closed.
+fn entities_schema_sent() -> serde_json::Value {
+    use relata_core::contract::bounds;
+    let types: Vec<&str> = relata_core::EntityType::ALL
+        .iter()
+        .map(|t| t.as_str())
+        .collect();
+    serde_json::json!({
+        "type": "array",
+        "maxItems": sent_bounds::MAX_ENTITIES,
+        "items": {
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["name", "type"],
+            "properties": {
+                "name": {"type": "string", "minLength": bounds::NAME_MIN_CHARS,
+                         "maxLength": sent_bounds::NAME_MAX_CHARS},
+                "type": {"type": "string", "enum": types},
+            }
+        }
+    })
+}
+
+/// Bounds of the statements `extract-p3` lets a model write: after the sentence's first
+/// word, between `MIN_MORE_WORDS` and `MAX_MORE_WORDS` more of its words. Four more words
+/// is the shortest restatement that still says something ("Acrobatics is a performance
+/// art"); 24 keeps a claim well inside [`sent_bounds::STATEMENT_MAX_CHARS`] for typical
+/// words and four claims well inside the token limit.
+pub mod p3_bounds {
+    pub const MIN_MORE_WORDS: usize = 4;
+    pub const MAX_MORE_WORDS: usize = 24;
+    /// Words a subject may take from its sentence.
+    pub const SUBJECT_MAX_WORDS: usize = 4;
+}
+
+/// A sentence's word as a regular-expression alternative: the word with the punctuation
+/// around it dropped, or `None` when what is left is empty or holds a character that a
+/// grammar compiler's pattern syntax would read as an operator. A `.` inside a word
+/// ("3.5", "U.S") becomes `[.]`, which needs no backslash (see [`schema_sentences`] on
+/// backslashes and llama-cpp-python).
+fn pattern_word(word: &str) -> Option<String> {
+    let core = word.trim_matches(|c: char| !c.is_alphanumeric());
+    if core.is_empty()
+        || !core
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '-' | '\'' | '.' | ',' | '%' | '&'))
+    {
+        return None;
+    }
+    Some(core.replace('.', "[.]"))
+}
+
+/// The words of `sentence` a statement or subject may use, as one alternation group, and
+/// its first word; `None` when the sentence gives too few usable words.
+fn sentence_words(sentence: &str) -> Option<(String, String)> {
+    let mut words: Vec<String> = Vec::new();
+    for w in sentence.split_whitespace().filter_map(pattern_word) {
+        if !words.contains(&w) {
+            words.push(w);
+        }
+    }
+    let first = pattern_word(sentence.split_whitespace().next()?)?;
+    (words.len() > p3_bounds::MIN_MORE_WORDS).then(|| (first, format!("({})", words.join("|"))))
+}
+
+/// The statement pattern for `sentence`: its first word, then
+/// [`p3_bounds`] more of its own words separated by single spaces, and an optional full
+/// stop. A statement can still reorder, drop and repeat words; the support check judges
+/// what it says, this only keeps a small model from writing words the sentence lacks.
+fn statement_pattern(first: &str, words: &str) -> String {
+    format!(
+        "^{first}( {words}){{{},{}}}[.]?$",
+        p3_bounds::MIN_MORE_WORDS,
+        p3_bounds::MAX_MORE_WORDS
+    )
+}
+
+/// The schema sent with an `extract-p3` request: one claim for each of the chunk's first
+/// [`sent_bounds::MAX_CLAIMS`] usable sentences, in order, each claim's `quote` fixed
+/// (`const`) to its sentence, its `statement` held to that sentence's words
+/// ([`statement_pattern`]) and its `subject` to one to four of them. Measured on
+/// Qwen2.5-0.5B (BENCHMARKS.md §3b): under `extract-p2` it paired statements with the
+/// wrong sentence; fixing each claim's sentence first leaves it only the restating.
+/// The gate still judges every response against the contract and the support check.
+pub fn extract_schema_sent_p3(source: &str, dialect: Dialect) -> serde_json::Value {
+    use relata_core::contract::bounds;
+    let claims: Vec<serde_json::Value> = schema_sentences(source, dialect)
+        .into_iter()
+        .filter_map(|sentence| {
+            let (first, words) = sentence_words(&sentence)?;
+            Some(serde_json::json!({
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["quote", "statement", "subject"],
+                "properties": {
+                    "quote": {"type": "string", "const": sentence},
+                    "statement": {"type": "string",
+                                  "maxLength": sent_bounds::STATEMENT_MAX_CHARS,
+                                  "pattern": statement_pattern(&first, &words)},
+                    "subject": {"type": "string", "minLength": bounds::NAME_MIN_CHARS,
+                                "maxLength": sent_bounds::NAME_MAX_CHARS,
+                                "pattern": format!("^{words}( {words}){{0,{}}}$",
+                                                   p3_bounds::SUBJECT_MAX_WORDS - 1)},
+                }
+            }))
+        })
+        .take(sent_bounds::MAX_CLAIMS)
+        .collect();
+    let n = claims.len();
+    serde_json::json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["entities", "claims"],
+        "properties": {
+            "entities": entities_schema_sent(),
+            "claims": {
+                "type": "array",
+                "prefixItems": claims,
+                "items": false,
+                "minItems": n,
+                "maxItems": n,
             }
         }
     })
@@ -254,11 +379,28 @@ pub fn extract_messages(prompt: ExtractPrompt, dialect: Dialect, source: &str) -
              {DATA_RULE}{}",
             schema_note(dialect, &contract)
         ),
+        ExtractPrompt::P3 => format!(
+            "You extract facts from a document.\n\
+             \"entities\": the named entities the document mentions, each with its name exactly as written \
+             in the document and a type, one of: {types}.\n\
+             \"claims\": one claim for each sentence of the document, in order:\n\
+             - \"quote\": the sentence, copied exactly;\n\
+             - \"statement\": the main fact of that sentence as one short sentence, beginning with the \
+             sentence's first word and using only the sentence's own words; keep its names and numbers, \
+             add nothing it does not say, and do not negate it;\n\
+             - \"subject\": who or what the fact is about, written as in the sentence.\n\
+             Only use what the document says.\n\
+             {DATA_RULE}{}",
+            schema_note(dialect, &contract)
+        ),
     };
     let user = format!("BEGIN {d}\n{source}\nEND {d}");
     let schema = match (prompt, dialect) {
         (ExtractPrompt::P2, Dialect::JsonSchema | Dialect::JsonObjectSchema) => {
             Some(extract_schema_sent(source, dialect))
+        }
+        (ExtractPrompt::P3, Dialect::JsonSchema | Dialect::JsonObjectSchema) => {
+            Some(extract_schema_sent_p3(source, dialect))
         }
         _ => None,
     };

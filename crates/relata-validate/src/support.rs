@@ -24,6 +24,13 @@
 //!    chunk. A subject found in the chunk *before* the quote (where a pronoun in the
 //!    quote can refer back to it: "He was born in Ulm") also excuses the statement's
 //!    words that belong to the subject from rules 2 and 3.
+//! 6. **A whole statement.** A statement whose last word is an article, a preposition
+//!    or a conjunction ("The earthquake was caused by a.") was cut mid-phrase: whatever
+//!    its words, it states nothing its quote can support. Seen on real output when a
+//!    grammar held a small model to its sentence's words and it stopped early.
+//! 7. **No stutter.** A content word the statement repeats more than twice beyond the
+//!    times its quote has it ("Another Another Another …") is a generation loop, not a
+//!    restatement: every word is the quote's, and it says nothing.
 //!
 //! Text is compared after the gate's one normalisation (NFC, whitespace runs collapsed),
 //! then Unicode lowercasing and diacritics removed; words are maximal runs of letters and digits, with an
@@ -334,6 +341,61 @@ fn stopword(w: &str) -> bool {
     SET.contains(w)
 }
 
+/// Words no English statement ends on: articles, prepositions and conjunctions that
+/// need something after them. Deliberately short: a word that can end a clause ("up",
+/// "in" as in "moved in", "that" as in "he said that") is not here.
+const DANGLING_ENDS: &[&str] = &[
+    "a",
+    "an",
+    "the",
+    "of",
+    "by",
+    "at",
+    "to",
+    "for",
+    "from",
+    "with",
+    "and",
+    "or",
+    "but",
+    "nor",
+    "into",
+    "onto",
+    "than",
+    "between",
+    "among",
+    "whose",
+    "its",
+    "their",
+    "his",
+    "her",
+    "our",
+    "my",
+    "your",
+    "during",
+    "including",
+    "such",
+];
+
+/// The statement's last word when it cannot end a statement.
+fn dangling_end(statement: &str) -> Option<&str> {
+    let (_, last) = raw_words(statement).pop()?;
+    DANGLING_ENDS
+        .iter()
+        .any(|d| d.eq_ignore_ascii_case(last))
+        .then_some(last)
+}
+
+/// The first statement word repeated more than twice beyond its count in the quote, with
+/// both counts.
+fn stutter<'w>(statement: &'w [Word], quote: &[Word]) -> Option<(&'w str, usize, usize)> {
+    statement.iter().find_map(|w| {
+        let times = statement.iter().filter(|s| s.lower == w.lower).count();
+        let in_quote = quote.iter().filter(|q| q.lower == w.lower).count();
+        (times > in_quote + 2).then_some((&*w.lower, times, in_quote))
+    })
+}
+
 fn negation(w: &str) -> bool {
     NEGATIONS.contains(&w)
 }
@@ -595,6 +657,20 @@ impl Support<'_> {
                 .any(|e| e.stem == w.stem || e.lower == w.lower)
         };
 
+        // 6. A statement cut mid-phrase.
+        if let Some(last) = dangling_end(claim.statement) {
+            return Some(format!(
+                "the statement ends on {} and so is cut mid-phrase",
+                excerpt(last, 24)
+            ));
+        }
+        // 7. A word repeated in a loop.
+        if let Some((word, times, in_quote)) = stutter(&statement.words, &quote.words) {
+            return Some(format!(
+                "the statement repeats {} {times} times, its quote {in_quote}",
+                excerpt(word, 24)
+            ));
+        }
         // 1. Figures.
         if let Some(detail) = figures_not_in(claim.statement, claim.quote) {
             return Some(detail);
@@ -761,6 +837,48 @@ mod tests {
         )
         .unwrap();
         assert!(d.contains("Pierre"), "{d}");
+    }
+
+    #[test]
+    fn a_statement_cut_mid_phrase_is_unsupported() {
+        let q = "She won the prize in 1903 and again in 1911.";
+        let d = judge("Marie Curie won the.", q, "Marie Curie", CURIE).unwrap();
+        assert!(d.contains("\"the\"") && d.contains("mid-phrase"), "{d}");
+        let d = judge(
+            "Marie Curie won the prize in 1903 and",
+            q,
+            "Marie Curie",
+            CURIE,
+        )
+        .unwrap();
+        assert!(d.contains("\"and\""), "{d}");
+        assert_eq!(
+            judge(
+                "Marie Curie won the prize in 1903.",
+                q,
+                "Marie Curie",
+                CURIE
+            ),
+            None
+        );
+    }
+
+    #[test]
+    fn a_word_repeated_in_a_loop_is_unsupported() {
+        let q = "She won the prize in 1903 and again in 1911.";
+        let looped = "Marie Curie won won won won the prize.";
+        let d = judge(looped, q, "Marie Curie", CURIE).unwrap();
+        assert!(d.contains("\"won\" 4 times, its quote 1"), "{d}");
+        assert_eq!(
+            judge(
+                "Marie Curie won the prize, won it again.",
+                q,
+                "Marie Curie",
+                CURIE
+            ),
+            None,
+            "a word twice is a sentence, not a loop"
+        );
     }
 
     #[test]

@@ -171,3 +171,84 @@ async fn classify_shows_handles_statements_and_the_requested_pairs_only() {
          C1, C2\n"
     );
 }
+
+/// `extract-p3` sends one claim per leading sentence, in order, each with its quote fixed
+/// to that sentence and a statement pattern that admits the sentence's own words after
+/// its first word and nothing else; sentences the grammar compiler cannot take are left
+/// out, and no sentence means no claim.
+#[tokio::test]
+async fn p3_fixes_each_claim_to_its_sentence_and_its_words() {
+    let (body, sha) = sent_body_with(Dialect::JsonObjectSchema, ExtractPrompt::P3).await;
+    let schema = &body["response_format"]["schema"];
+    let claims = &schema["properties"]["claims"];
+    assert_eq!(
+        claims["items"],
+        json!(false),
+        "no claim beyond the fixed ones"
+    );
+    assert_eq!(claims["minItems"], json!(2));
+    assert_eq!(claims["maxItems"], json!(2));
+    let items = claims["prefixItems"].as_array().expect("prefixItems");
+    let quotes: Vec<&str> = items
+        .iter()
+        .map(|c| c["properties"]["quote"]["const"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        quotes,
+        [
+            "Ada Lovelace wrote the first program.",
+            "She was born in 1815."
+        ]
+    );
+    let pattern = |i: usize, field: &str| {
+        regex::Regex::new(items[i]["properties"][field]["pattern"].as_str().unwrap()).unwrap()
+    };
+    let statement = pattern(0, "statement");
+    assert!(statement.is_match("Ada Lovelace wrote the first program."));
+    assert!(statement.is_match("Ada Lovelace wrote the program"));
+    assert!(
+        !statement.is_match("Ada Lovelace wrote the first poem."),
+        "a word the sentence lacks"
+    );
+    assert!(
+        !statement.is_match("Lovelace wrote the first program."),
+        "must start with the sentence's first word"
+    );
+    assert!(
+        !statement.is_match("Ada wrote"),
+        "too short to say anything"
+    );
+    let born = pattern(1, "statement");
+    assert!(born.is_match("She was born in 1815"));
+    assert!(
+        !born.is_match("She was born in 1816"),
+        "a figure the sentence lacks"
+    );
+    let subject = pattern(0, "subject");
+    assert!(subject.is_match("Ada Lovelace"));
+    assert!(!subject.is_match("Charles Babbage"));
+    assert_eq!(
+        sha.as_deref(),
+        Some(relata_model::schema_sha256(schema).as_str())
+    );
+
+    // The strict dialect takes the sentence with quotes and brackets; the punctuation
+    // around its words is not part of them.
+    let (body, _) = sent_body_with(Dialect::JsonSchema, ExtractPrompt::P3).await;
+    let items =
+        body["response_format"]["json_schema"]["schema"]["properties"]["claims"]["prefixItems"]
+            .as_array()
+            .unwrap()
+            .clone();
+    assert_eq!(items.len(), 3);
+    let worked = regex::Regex::new(
+        items[1]["properties"]["statement"]["pattern"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert!(worked.is_match("She worked with Charles Babbage in London."));
+
+    let empty = relata_model::extract_schema_sent_p3("ok.", Dialect::JsonSchema);
+    assert_eq!(empty["properties"]["claims"]["maxItems"], json!(0));
+}
