@@ -43,9 +43,20 @@ const WORKSPACE_RULES: &[(&str, &[&str])] = &[
             "relata-dispatch",
         ],
     ),
+    // The answer path: the gate, the model and the store; never the broker.
+    (
+        "relata-answer",
+        &[
+            "relata-core",
+            "relata-validate",
+            "relata-model",
+            "relata-store",
+        ],
+    ),
     (
         "relata-cli",
         &[
+            "relata-answer",
             "relata-core",
             "relata-validate",
             "relata-model",

@@ -7,6 +7,7 @@
 // Test harness code: a failed unwrap is a failed test, with its location.
 #![allow(clippy::unwrap_used)]
 
+mod answers;
 mod backfill;
 mod badinput;
 mod common;

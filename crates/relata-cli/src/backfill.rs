@@ -102,6 +102,12 @@ struct Summary {
 }
 
 pub async fn run(config: &Config, args: BackfillArgs) -> Result<u8> {
+    if !Task::QUEUED.contains(&args.task) {
+        bail!(
+            "--task {}: only queued tasks are backfilled (extract, classify); answers are asked on request",
+            args.task
+        );
+    }
     if args.since.zip(args.until).is_some_and(|(a, b)| a >= b) {
         bail!("--since must be before --until");
     }
@@ -131,6 +137,7 @@ pub async fn run(config: &Config, args: BackfillArgs) -> Result<u8> {
     summary.selected = match args.task {
         Task::Extract => store.backfill_extract_counts(&version, &selector).await?,
         Task::Classify => store.backfill_classify_counts(&version, &selector).await?,
+        Task::Answer => bail!("answer is not a queued task"),
     };
     summary.to_publish = summary
         .selected
@@ -199,6 +206,7 @@ pub async fn run(config: &Config, args: BackfillArgs) -> Result<u8> {
             run.classify(&version, &selector, config.worker.classify_batch)
                 .await
         }
+        Task::Answer => Err(anyhow::anyhow!("answer is not a queued task")),
     };
     progress.finish_and_clear();
     signals.abort();

@@ -128,6 +128,9 @@ fn check(args: &CheckArgs, config_file: Option<&Path>) -> anyhow::Result<Report>
             let j = judge_classify(&config, &input, &raw);
             (j.report(), details(j.rows(), j.response_rejection()))
         }
+        Task::Answer => bail!(
+            "--task answer: answers are judged on request by `relata ask`; check judges extract and classify responses"
+        ),
     };
     let json = serde_json::to_string(&report).context("cannot serialise the report")?;
     crate::out::line(format_args!("{json}"))?;

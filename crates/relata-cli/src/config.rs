@@ -34,6 +34,9 @@ pub struct Config {
     pub checks: BTreeMap<Check, CheckSetting>,
     /// The support check's share of content words, e.g. `[support] min_share = 0.75`.
     pub support: SupportConfig,
+    /// Per-check settings of the answer gate, e.g.
+    /// `[answer_checks.figure_in_sources] enabled = true, severity = "reject"`.
+    pub answer_checks: BTreeMap<relata_core::AnswerCheck, CheckSetting>,
     /// The promotion policy: `[policy] rules = [{ name = "...", kind = "claim", decision =
     /// "allow" }, ...]`; absent, the shipped defaults.
     pub policy: PolicyConfig,
@@ -120,6 +123,7 @@ impl Default for Config {
             ingest: IngestConfig::default(),
             checks: BTreeMap::new(),
             support: SupportConfig::default(),
+            answer_checks: BTreeMap::new(),
             policy: PolicyConfig::default(),
             review: ReviewConfig::default(),
         }
@@ -470,6 +474,15 @@ impl Config {
         Ok(gate)
     }
 
+    /// The answer gate's settings: the defaults with `[answer_checks.*]` applied.
+    pub fn answer_gate(&self) -> Result<relata_validate::AnswerConfig> {
+        let mut gate = relata_validate::AnswerConfig::default();
+        for (check, setting) in &self.answer_checks {
+            gate.set(*check, *setting)?;
+        }
+        Ok(gate)
+    }
+
     /// The promotion policy: the configured rules, or the shipped defaults.
     pub fn policy(&self) -> Result<relata_core::Policy> {
         match &self.policy.rules {
@@ -487,6 +500,11 @@ impl Config {
 
     pub fn worker(&self, task: Task) -> Result<WorkerSettings> {
         let w = &self.worker;
+        if !Task::QUEUED.contains(&task) {
+            bail!(
+                "{task} is not a queued task: questions are answered by `relata ask` and `relata serve`"
+            );
+        }
         if w.concurrency == 0 {
             bail!("worker concurrency must be at least 1");
         }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod answer;
 mod backfill;
 mod check;
 mod config;
@@ -94,6 +95,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Answer a question from the stored documents, citing them by handle (S1, S2, …).
+    /// Prints the answer with its sources resolved, or — when the model's answer fails
+    /// validation — no prose, the sources, the contradictions and the reasons. Exit 0 for
+    /// every outcome (answered, abstained, degraded), 69 when the model is unavailable,
+    /// 2 for a bad question or any other error.
+    Ask(answer::AskArgs),
+    /// Serve answers over HTTP: POST /v1/answers, GET /healthz, /readyz, /metrics.
+    /// SIGTERM or Ctrl-C stops accepting and lets requests in flight finish.
+    Serve(answer::ServeArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -145,6 +155,8 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             Command::Promote { json } => review::promote(&config, json).await,
             Command::Backfill(args) => backfill::run(&config, args).await,
             Command::Report(args) => report::run(&config, args).await,
+            Command::Ask(args) => answer::ask(&config, args).await,
+            Command::Serve(args) => answer::serve(&config, args).await,
             Command::Check(_) | Command::Model(_) => Ok(0),
         }
     })

@@ -231,9 +231,11 @@ pub async fn worker(config: &Config, args: WorkerArgs) -> Result<u8> {
     let gate = config.gate()?;
     let addr = config.metrics_addr()?;
 
+    let policy = config.policy()?;
     let mut registry = Registry::default();
     let model_metrics = ModelMetrics::register(&mut registry);
     let job_metrics = JobMetrics::register(&mut registry);
+    let promotion_metrics = relata_worker::PromotionMetrics::register(&mut registry);
     ChecksConfigured(&gate).emit(&job_metrics);
     let model = ModelClient::new(model_config, model_metrics).context("model client")?;
     let readiness = Readiness::default();
@@ -244,6 +246,40 @@ pub async fn worker(config: &Config, args: WorkerArgs) -> Result<u8> {
         .await
         .with_context(|| format!("cannot listen on {addr} for /metrics"))?;
     tracing::info!(%bound, "serving /metrics, /healthz, /readyz");
+
+    // The promoter has its own small pool: its transactions never take a connection a
+    // commit is waiting for, and its failures never reach the job loop.
+    let promoter_store = Store::connect_with(
+        &config.database_url,
+        &relata_store::StoreOptions {
+            max_connections: 2,
+            ..relata_store::StoreOptions::default()
+        },
+    )
+    .await
+    .with_context(|| {
+        format!(
+            "cannot connect to PostgreSQL at {}",
+            redact_url(&config.database_url)
+        )
+    })?;
+    let promoter = relata_worker::Promoter::new(
+        promoter_store,
+        policy,
+        relata_worker::PromoterSettings {
+            interval: Duration::from_millis(config.review.promote_interval_ms),
+            batch: i64::from(config.review.promote_batch),
+            stale_after: Duration::from_secs(config.review.stale_after_hours * 3600),
+        },
+        promotion_metrics,
+    );
+    let (stop_promoter, promoter_stopped) = tokio::sync::oneshot::channel::<()>();
+    let promoter = tokio::spawn(promoter.run(
+        async move {
+            let _ = promoter_stopped.await;
+        },
+        Duration::from_secs(10),
+    ));
 
     let broker = broker(config).await?;
     let worker = Arc::new(Worker::new(
@@ -256,6 +292,8 @@ pub async fn worker(config: &Config, args: WorkerArgs) -> Result<u8> {
         readiness,
     ));
     let run = worker.run(crate::signal::shutdown()).await;
+    let _ = stop_promoter.send(());
+    let _ = promoter.await;
     server.abort();
     match run {
         Ok(summary) => {

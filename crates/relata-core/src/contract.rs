@@ -38,6 +38,17 @@ pub mod bounds {
     pub const STATEMENT_MIN_WORDS: usize = 3;
     pub const QUOTE_MIN_CHARS: usize = 8;
     pub const QUOTE_MIN_WORDS: usize = 2;
+
+    /// `relata.answer`: the prose, and the sources it may cite (a request sends at most
+    /// `MAX_CITATIONS` sources).
+    pub const ANSWER_MAX_CHARS: usize = 2_000;
+    pub const MAX_CITATIONS: usize = 20;
+    /// A source handle as sent (`S1` .. `S20`), with room for the model to be wrong in a
+    /// way the gate names rather than the schema.
+    pub const SOURCE_HANDLE_MAX_CHARS: usize = 8;
+    /// "Too short to carry meaning" for an answer's prose: a subject, a verb and an object.
+    pub const ANSWER_MIN_CHARS: usize = 12;
+    pub const ANSWER_MIN_WORDS: usize = 3;
 }
 
 /// One response contract.
@@ -69,12 +80,26 @@ pub const CLASSIFY_V1: Contract = Contract {
     json_schema: include_str!("../schemas/relata.classify.v1.json"),
 };
 
+/// The exact prose of an abstention under `relata.answer` v1: the answering prompt asks
+/// for this sentence, word for word, when the sources do not answer the question, and the
+/// gate accepts no other prose with `found: false`.
+pub const ANSWER_ABSTENTION: &str = "The sources do not answer this question.";
+
+pub const ANSWER_V1: Contract = Contract {
+    task: Task::Answer,
+    schema_id: "relata.answer",
+    version: 1,
+    name: "relata_answer_v1",
+    json_schema: include_str!("../schemas/relata.answer.v1.json"),
+};
+
 impl Contract {
     /// The current contract of a task.
     pub const fn current(task: Task) -> Contract {
         match task {
             Task::Extract => EXTRACT_V1,
             Task::Classify => CLASSIFY_V1,
+            Task::Answer => ANSWER_V1,
         }
     }
 
@@ -110,6 +135,11 @@ mod tests {
             CLASSIFY_V1.sha256(),
             "1e9759c211a802607f64ff3a285cca01c3e07e0961643b9777165ad866651a77",
             "relata.classify v1 changed without a version bump"
+        );
+        assert_eq!(
+            ANSWER_V1.sha256(),
+            "1fafaf7567a3287622ed16234c0fe2155362a77e131d69b0453d8009babb0e8f",
+            "relata.answer v1 changed without a version bump"
         );
     }
 
@@ -173,6 +203,15 @@ mod tests {
             .map(|t| t.as_str())
             .collect();
         assert_eq!(rels, ours);
+
+        let a = ANSWER_V1.schema_value();
+        let n = |p: &[&str]| at(&a, p).as_u64().unwrap() as usize;
+        assert_eq!(n(&["properties", "answer", "maxLength"]), ANSWER_MAX_CHARS);
+        assert_eq!(n(&["properties", "citations", "maxItems"]), MAX_CITATIONS);
+        assert_eq!(
+            n(&["properties", "citations", "items", "maxLength"]),
+            SOURCE_HANDLE_MAX_CHARS
+        );
     }
 
     #[test]
@@ -193,5 +232,6 @@ mod tests {
         }
         walk(&EXTRACT_V1.schema_value(), String::new());
         walk(&CLASSIFY_V1.schema_value(), String::new());
+        walk(&ANSWER_V1.schema_value(), String::new());
     }
 }

@@ -50,6 +50,12 @@ closed_enum! {
         /// can carry as `\u0000`. Judged by the gate so the row is recorded once as
         /// invalid; left to the commit it would fail every time and be asked for again.
         Unstorable = "unstorable",
+        /// An answer that says it was found (`found: true`) and cites nothing: the most
+        /// dangerous kind of answer, prose with no source to check it against.
+        UncitedAnswer = "uncited_answer",
+        /// An abstention (`found: false`) that cites sources or is not the exact
+        /// abstention sentence the prompt asks for.
+        BadAbstention = "bad_abstention",
     }
 }
 
@@ -61,6 +67,12 @@ closed_enum! {
         /// A check whose severity was lowered to `warn` found a problem; the reason is
         /// stored beside it.
         Demoted = "demoted",
+        /// An answer's inline `[S1]` markers and its `citations` disagree: a marker that
+        /// is not cited, or a citation with no marker in the prose.
+        MarkerMismatch = "marker_mismatch",
+        /// A number, year or percentage in an answer's prose that none of its cited
+        /// sources contains.
+        FigureNotInSources = "figure_not_in_sources",
     }
 }
 
@@ -130,6 +142,47 @@ closed_enum! {
         Contradicts = "contradicts",
         Refines = "refines",
         Unrelated = "unrelated",
+    }
+}
+
+closed_enum! {
+    /// A check of the answer gate (`relata.answer`) that has its own `enabled` and
+    /// `severity` settings. `handle_known` and `cited` are structural: a citation that
+    /// resolves to nothing, or an answer that cites nothing, is never an answer.
+    pub enum AnswerCheck: "answer check" {
+        /// Every citation and inline marker names a source that was sent.
+        HandleKnown = "handle_known",
+        /// `found: true` cites at least one source.
+        Cited = "cited",
+        /// The prose is not a placeholder, a field name or too short to mean anything.
+        Degenerate = "degenerate",
+        /// `found: false` has no citations and the exact abstention sentence.
+        Abstention = "abstention",
+        /// Inline markers and `citations` name the same sources.
+        MarkersMatch = "markers_match",
+        /// Every figure of the prose is in a cited source.
+        FigureInSources = "figure_in_sources",
+    }
+}
+
+impl AnswerCheck {
+    /// A structural check cannot be disabled or demoted.
+    pub const fn is_structural(self) -> bool {
+        matches!(self, AnswerCheck::HandleKnown | AnswerCheck::Cited)
+    }
+}
+
+closed_enum! {
+    /// How a question was answered: the `status` of an answer, stored and returned.
+    pub enum AnswerStatus: "answer status" {
+        /// The model's answer passed the gate and says it was found in the sources.
+        Answered = "answered",
+        /// No answer in the sources: no source was retrieved (the model was not asked),
+        /// or the model's valid answer says so.
+        Abstained = "abstained",
+        /// The model's output failed the gate: no prose, the sources, the contradictions
+        /// and the reasons.
+        Degraded = "degraded",
     }
 }
 

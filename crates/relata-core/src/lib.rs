@@ -21,11 +21,13 @@ pub mod task;
 pub mod text;
 
 pub use closed::UnknownLabel;
-pub use contract::{CLASSIFY_V1, Contract, EXTRACT_V1};
+pub use contract::{ANSWER_V1, CLASSIFY_V1, Contract, EXTRACT_V1};
 pub use dead::DeadReason;
-pub use handle::{Handle, HandleError};
+pub use handle::{Handle, HandleError, SourceHandle};
 pub use job::{JobMessage, JobMessageError};
-pub use labels::{Check, EntityType, Reason, RelationKind, RowKind, Severity, Warning};
+pub use labels::{
+    AnswerCheck, AnswerStatus, Check, EntityType, Reason, RelationKind, RowKind, Severity, Warning,
+};
 pub use promotion::{
     ActorKind, CandidateFacts, CandidateId, CandidateIdError, Decision, EvidenceDecision, Policy,
     PolicyDecision, PolicyError, PromotionState, Reviewer, ReviewerError, Reviewers, Rule, Verdict,

@@ -10,7 +10,17 @@ closed_enum! {
     pub enum Task: "task" {
         Extract = "extract",
         Classify = "classify",
+        /// A question answered from retrieved sources (`relata ask`, `relata serve`):
+        /// asked on request, never through the queue.
+        Answer = "answer",
     }
+}
+
+impl Task {
+    /// The tasks whose jobs travel through the broker and the job ledger. `answer` is
+    /// asked synchronously by the command or server that received the question, so it
+    /// has no queue, no retry tier and no ledger row.
+    pub const QUEUED: &'static [Task] = &[Task::Extract, Task::Classify];
 }
 
 /// What makes a model output comparable: the same task, prompt, schema and model.

@@ -216,6 +216,14 @@ impl ModelClient {
             .await
     }
 
+    /// Ask a question of the given sources (`relata.answer`, prompt `answer-p1`). The model
+    /// sees the handles, titles and passages only.
+    pub async fn answer(&self, question: &str, sources: &[crate::AnswerSource]) -> ModelCall {
+        let messages = crate::answer_messages(self.config.dialect, question, sources);
+        self.complete(Task::Answer, &messages, self.config.max_tokens)
+            .await
+    }
+
     /// Send prepared messages for `task` with the task's contract in the configured
     /// dialect, retrying transport failures only.
     pub async fn complete(&self, task: Task, messages: &Messages, max_tokens: u32) -> ModelCall {

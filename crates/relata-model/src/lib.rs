@@ -137,9 +137,10 @@ pub use config::{ConfigError, Dialect, ModelConfig};
 pub use error::{ErrorClass, ModelError, TransportKind};
 pub use metrics::{InvalidOutput, ModelMetrics, RequestOutcome, record_invalid_output};
 pub use prompt::{
-    CLASSIFY_PROMPT_VERSION, ClassifyClaim, EXTRACT_PROMPT_VERSION, ExtractPrompt, Messages,
-    SchemaRef, SchemaRegistry, classify_messages, extract_messages, extract_schema_sent,
-    extract_schema_sent_p3, p3_bounds, prompt_version, sent_bounds,
+    ANSWER_PROMPT_VERSION, AnswerSource, CLASSIFY_PROMPT_VERSION, ClassifyClaim,
+    EXTRACT_PROMPT_VERSION, ExtractPrompt, Messages, SchemaRef, SchemaRegistry, answer_messages,
+    classify_messages, extract_messages, extract_schema_sent, extract_schema_sent_p3, p3_bounds,
+    prompt_version, sent_bounds,
 };
 pub use redact::{ApiKey, REDACTED, excerpt, redact};
 pub use wire::{MAX_USAGE_TOKENS, Usage, response_format, schema_sent, schema_sha256};

@@ -154,13 +154,13 @@ impl Topology {
     /// Every queue, work queues first, then retry queues, then the dead queue.
     pub fn queues(&self) -> Vec<QueueSpec> {
         let mut out = Vec::new();
-        for &task in Task::ALL {
+        for &task in Task::QUEUED {
             out.push(QueueSpec {
                 name: self.work_queue(task),
                 role: QueueRole::Work(task),
             });
         }
-        for &task in Task::ALL {
+        for &task in Task::QUEUED {
             for &tier in &self.tiers {
                 out.push(QueueSpec {
                     name: self.retry_queue(task, tier),
@@ -265,7 +265,7 @@ impl Topology {
             )
             .await
             .map_err(|e| QueueError::from_lapin(&e))?;
-        for &task in Task::ALL {
+        for &task in Task::QUEUED {
             declare_queue(channel, &self.work_queue(task), durable, self.work_args()).await?;
             for &tier in &self.tiers {
                 let name = self.retry_queue(task, tier);

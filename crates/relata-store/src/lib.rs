@@ -33,6 +33,7 @@
 //!   self-describing.
 //! * classify: `"pairs:" + "lo-hi,lo-hi,…"` over the pairs in ascending order.
 
+mod answers;
 mod backfill;
 mod commit;
 mod documents;
@@ -59,6 +60,10 @@ use sha2::{Digest, Sha256};
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 
+pub use answers::{
+    AnswerCall, AttachedClaim, Contradiction, DEFAULT_K, MAX_K, NewAnswer, PASSAGE_MAX_BYTES,
+    Passage, Retriever,
+};
 pub use backfill::{
     BackfillAction, BackfillCount, BackfillSelector, ExtractCandidate, PairCandidate, PriorState,
 };

@@ -19,6 +19,10 @@ pub enum ConfigError {
         "check {0} cannot be disabled or set to warn: it is structural (a stored row would lose its link to the source, or reference something never sent)"
     )]
     Structural(Check),
+    #[error(
+        "answer check {0} cannot be disabled or set to warn: it is structural (a citation would resolve to nothing, or an answer would cite nothing)"
+    )]
+    StructuralAnswer(relata_core::AnswerCheck),
     #[error("the support check's min_share must be above 0 and at most 1, not {0}")]
     SupportShare(f64),
 }

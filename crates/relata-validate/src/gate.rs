@@ -19,15 +19,15 @@ use crate::support::{ClaimText, Support, SupportOpinion};
 use crate::text::{bounded, degenerate, excerpt, figures_not_in};
 
 /// A failed check: the reason and a bounded detail.
-type Fail = (Reason, String);
+pub(crate) type Fail = (Reason, String);
 
-fn fail<T>(reason: Reason, detail: String) -> Result<T, Fail> {
+pub(crate) fn fail<T>(reason: Reason, detail: String) -> Result<T, Fail> {
     Err((reason, bounded(detail)))
 }
 
 /// The fields of an object with exactly `names`: a repeated key is refused first, then an
 /// unknown field, then a missing one; the values come back in `names` order.
-fn fields<'j, 'a, const N: usize>(
+pub(crate) fn fields<'j, 'a, const N: usize>(
     v: &'j Json<'a>,
     what: &str,
     names: [&str; N],
@@ -61,7 +61,11 @@ fn fields<'j, 'a, const N: usize>(
     Ok(out)
 }
 
-fn array<'j, 'a>(v: &'j Json<'a>, name: &str, max: usize) -> Result<&'j [Json<'a>], Fail> {
+pub(crate) fn array<'j, 'a>(
+    v: &'j Json<'a>,
+    name: &str,
+    max: usize,
+) -> Result<&'j [Json<'a>], Fail> {
     match v {
         Json::Array(items) if items.len() <= max => Ok(items),
         Json::Array(items) => fail(
@@ -78,7 +82,7 @@ fn array<'j, 'a>(v: &'j Json<'a>, name: &str, max: usize) -> Result<&'j [Json<'a
     }
 }
 
-fn string<'j>(v: &'j Json<'_>, name: &str, max_chars: usize) -> Result<&'j str, Fail> {
+pub(crate) fn string<'j>(v: &'j Json<'_>, name: &str, max_chars: usize) -> Result<&'j str, Fail> {
     let Json::Str(s) = v else {
         return fail(
             Reason::Schema,

@@ -9,6 +9,9 @@
 //! [`AcceptedRelation`]) can only be built by this crate, so a model response reaches the
 //! store only through the gate.
 //!
+//! Answers (`relata.answer`) are judged by [`judge_answer`] in the same layers; see the
+//! `answer` module for its checks.
+//!
 //! This crate knows nothing of HTTP, AMQP, SQL or the OpenAI wire format, does no IO and
 //! cannot fail: every input, however hostile, yields a judgement.
 //!
@@ -117,6 +120,7 @@
 //! between two handles that were sent may still be the wrong relation. The gate does not detect a response cut off by the token limit
 //! (that is `truncated`, decided by the caller from `finish_reason`), nor a refusal.
 
+mod answer;
 mod config;
 mod decode;
 mod gate;
@@ -125,6 +129,7 @@ mod outcome;
 mod support;
 mod text;
 
+pub use answer::{AcceptedAnswer, AnswerConfig, AnswerJudgement, AnswerRejection, judge_answer};
 pub use config::{CheckSetting, ConfigError, GateConfig};
 pub use outcome::{
     AcceptedClaim, AcceptedEntity, AcceptedRelation, ClassifyRows, ExtractRows, Finding, Judgement,

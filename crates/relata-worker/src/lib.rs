@@ -25,18 +25,27 @@
 //! slow, bounded schedule ([`OnProviderRefusal`]). A backlog waits in its queue instead of
 //! draining into dead letters.
 //!
+//! Beside the job loop, never inside it, a [`Promoter`] runs the promotion policy over
+//! the candidates the commits left, on its own store connection: a store that cannot
+//! record decisions delays promotion, never a job.
+//!
 //! Invalid output is counted after its commit, so one rejection moves
 //! `relata_model_invalid_output_total` exactly once even when the commit had to be
 //! retried.
 
 mod http;
 mod metrics;
+mod promote;
 mod run;
 
 pub use http::{Readiness, router, serve};
 pub use metrics::{
     ChecksConfigured, ConsumptionPaused, ConsumptionResumed, JobDeadLettered, JobFinished,
     JobMetrics, JobRetryScheduled, RowsCommitted,
+};
+pub use promote::{
+    Promoter, PromoterSettings, PromotionDecided, PromotionFailed, PromotionMetrics,
+    ReviewQueueObserved,
 };
 pub use run::{RunSummary, Worker, WorkerError, WorkerSettings};
 

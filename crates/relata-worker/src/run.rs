@@ -449,6 +449,9 @@ impl Worker {
         let settle = match task {
             Task::Extract => self.extract(&job, chunk, delivery.attempt()).await,
             Task::Classify => self.classify(&job, delivery.attempt()).await,
+            // Answers are asked on request, never queued (`Task::QUEUED`); a ledger row of
+            // this task cannot exist, so a message naming one is not a job.
+            Task::Answer => dead(DeadReason::Poison, "answer is not a queued task".to_owned()),
         };
         (job_id, settle)
     }

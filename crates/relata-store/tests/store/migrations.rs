@@ -24,6 +24,7 @@ async fn migrations_apply_twice_idempotently() {
         "classified_pairs",
         "invalid_outputs",
         "warnings",
+        "answers",
     ] {
         assert_eq!(db.count(table).await, 0, "{table}");
     }
@@ -80,7 +81,26 @@ async fn check_constraints_list_every_enum_value() {
         RowKind::ALL.iter().map(|r| r.as_str()).collect(),
         "row kind",
     );
-    has(&io, Task::ALL.iter().map(|r| r.as_str()).collect(), "task");
+    // Answers are not jobs: their rejections are stored on the answer (`answers.reasons`).
+    has(
+        &io,
+        Task::QUEUED.iter().map(|r| r.as_str()).collect(),
+        "task",
+    );
+    let answers = checks(&db, "answers").await;
+    has(
+        &answers,
+        relata_core::AnswerStatus::ALL
+            .iter()
+            .map(|r| r.as_str())
+            .collect(),
+        "answer status",
+    );
+    has(
+        &answers,
+        Reason::ALL.iter().map(|r| r.as_str()).collect(),
+        "answer reason",
+    );
     let jobs = checks(&db, "jobs").await;
     has(
         &jobs,

@@ -1,0 +1,395 @@
+//! The answer path: question → passages → model → gate → outcome.
+
+use std::collections::HashMap;
+
+use relata_core::contract::ANSWER_ABSTENTION;
+use relata_core::{AnswerStatus, Reason, SourceHandle, Task};
+use relata_model::{AnswerSource, ErrorClass, ModelCall, ModelClient, ModelError, TransportKind};
+use relata_store::{AnswerCall, AttachedClaim, NewAnswer, Passage, Store, StoreError};
+use relata_validate::{AnswerConfig, judge_answer};
+use serde::Serialize;
+
+use crate::metrics::{AnswerFinished, AnswerMetrics};
+
+/// Longest question, in bytes.
+pub const MAX_QUESTION_BYTES: usize = 2_000;
+
+/// Why a question got no answer at all. Only the model being unavailable and the store
+/// failing are errors; invalid model output is an answer (`degraded`).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AskError {
+    /// The question or `k` is unusable; the message names the field.
+    #[error("{field}: {problem}")]
+    BadRequest {
+        field: &'static str,
+        problem: String,
+    },
+    /// The model endpoint did not answer after the adapter's bounded retries (timeouts,
+    /// refused or reset connections, 429, 5xx) or refused the request (401, 403, 404,
+    /// 400, …). Nothing was recorded: no answer was produced.
+    #[error("the model is unavailable: {0}")]
+    Model(ModelError),
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl AskError {
+    /// Whether asking again later can help: a model transport failure or an unavailable
+    /// store can pass; a bad request or a provider refusal will not.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            AskError::BadRequest { .. } => false,
+            AskError::Model(e) => e.is_retryable(),
+            AskError::Store(e) => e.is_retryable(),
+        }
+    }
+
+    /// The model timed out (as opposed to failing in any other way).
+    pub fn is_model_timeout(&self) -> bool {
+        matches!(
+            self,
+            AskError::Model(e) if matches!(
+                e.transport_kind(),
+                Some(TransportKind::Timeout | TransportKind::ConnectTimeout)
+            )
+        )
+    }
+}
+
+/// A claim attached to a source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SourceClaim {
+    pub claim_id: i64,
+    pub statement: String,
+    pub quote: String,
+    /// Byte offsets (UTF-8) of the quote in the document's current revision.
+    pub quote_start: usize,
+    pub quote_end: usize,
+}
+
+/// A source as returned: what was shown to the model under `handle`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Source {
+    pub handle: String,
+    pub document_id: i64,
+    pub title: Option<String>,
+    /// The document's own bytes from `start` to `end`.
+    pub text: String,
+    pub start: usize,
+    pub end: usize,
+    pub claims: Vec<SourceClaim>,
+}
+
+/// A stored `contradicts` relation between claims of two sources.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ContradictionOut {
+    pub a: String,
+    pub b: String,
+    pub claims: [i64; 2],
+}
+
+/// Why an answer is qualified: a rejection reason (degraded), a warning (answered), or
+/// `no_sources` (abstained without asking the model).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Caveat {
+    pub reason: &'static str,
+    pub detail: String,
+}
+
+/// The `reason` of the caveat that says nothing was retrieved.
+pub const NO_SOURCES: &str = "no_sources";
+
+/// One answer: exactly the body of `POST /v1/answers` and of `relata ask --json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Answer {
+    pub question: String,
+    pub status: AnswerStatus,
+    /// `true` only when answered.
+    pub sufficient: bool,
+    /// The prose; `null` when degraded.
+    pub answer: Option<String>,
+    pub citations: Vec<String>,
+    pub sources: Vec<Source>,
+    pub contradictions: Vec<ContradictionOut>,
+    pub caveats: Vec<Caveat>,
+}
+
+/// Asks questions: retrieval in the store, the model under opaque handles, the answer
+/// gate, and the record of every answer.
+#[derive(Debug, Clone)]
+pub struct Answerer {
+    store: Store,
+    client: ModelClient,
+    gate: AnswerConfig,
+    /// Fingerprint of the current classify task version: contradictions are read from it.
+    classify_fingerprint: String,
+    metrics: AnswerMetrics,
+}
+
+/// Check a question and `k` before anything else runs.
+pub fn check_request(question: &str, k: usize) -> Result<(), AskError> {
+    let bad = |field, problem: String| Err(AskError::BadRequest { field, problem });
+    if question.trim().is_empty() {
+        return bad("question", "is empty".into());
+    }
+    if question.len() > MAX_QUESTION_BYTES {
+        return bad(
+            "question",
+            format!(
+                "is {} bytes, over the bound of {MAX_QUESTION_BYTES}",
+                question.len()
+            ),
+        );
+    }
+    if question.contains('\0') {
+        return bad("question", "holds a NUL character (U+0000)".into());
+    }
+    if !(1..=relata_store::MAX_K).contains(&k) {
+        return bad(
+            "k",
+            format!("must be between 1 and {}, not {k}", relata_store::MAX_K),
+        );
+    }
+    Ok(())
+}
+
+impl Answerer {
+    pub fn new(
+        store: Store,
+        client: ModelClient,
+        gate: AnswerConfig,
+        classify_fingerprint: String,
+        metrics: AnswerMetrics,
+    ) -> Answerer {
+        Answerer {
+            store,
+            client,
+            gate,
+            classify_fingerprint,
+            metrics,
+        }
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Answer `question` from at most `k` sources. Every outcome — answered, abstained,
+    /// degraded — is `Ok` and recorded; only an unavailable model or store is an error.
+    /// The model is asked at most once: invalid output is never retried or repaired.
+    #[tracing::instrument(name = "answer", skip_all, fields(task = "answer", k))]
+    pub async fn ask(&self, question: &str, k: usize) -> Result<Answer, AskError> {
+        check_request(question, k)?;
+        let passages = self.store.retrieve_passages(question, k).await?;
+        let claims = self.store.attach_claims(&passages).await?;
+        let sources: Vec<(Passage, Vec<AttachedClaim>)> =
+            passages.into_iter().zip(claims).collect();
+        let contradictions = self.contradictions(&sources).await?;
+
+        let mut out = Answer {
+            question: question.to_owned(),
+            status: AnswerStatus::Abstained,
+            sufficient: false,
+            answer: None,
+            citations: Vec::new(),
+            sources: sources
+                .iter()
+                .enumerate()
+                .map(|(i, (p, c))| source_out(i, p, c))
+                .collect(),
+            contradictions,
+            caveats: Vec::new(),
+        };
+        let mut reasons: Vec<Reason> = Vec::new();
+        let mut cited: Vec<SourceHandle> = Vec::new();
+        let mut call_record = None;
+
+        if sources.is_empty() {
+            // Nothing to answer from: abstain without spending a model call.
+            out.answer = Some(ANSWER_ABSTENTION.to_owned());
+            out.caveats.push(Caveat {
+                reason: NO_SOURCES,
+                detail: "no stored passage matches the question; the model was not asked"
+                    .to_owned(),
+            });
+        } else {
+            let shown: Vec<AnswerSource> = sources
+                .iter()
+                .enumerate()
+                .map(|(i, (p, _))| AnswerSource {
+                    handle: SourceHandle::nth(i as u32 + 1),
+                    title: p.title.clone(),
+                    text: p.text.clone(),
+                })
+                .collect();
+            let ModelCall { record, result } = self.client.answer(question, &shown).await;
+            match result {
+                Err(e) if e.class() != ErrorClass::InvalidOutput => {
+                    // Transport (after the adapter's retries) or a provider refusal: no
+                    // answer exists, so nothing is recorded as one.
+                    return Err(AskError::Model(e));
+                }
+                Err(e) => {
+                    // Unusable at envelope level (truncated, refused, empty, too large):
+                    // counted once by the adapter; the answer degrades.
+                    let (reason, detail) = match &e {
+                        ModelError::InvalidOutput { reason, detail } => (*reason, detail.clone()),
+                        other => (Reason::Schema, other.to_string()),
+                    };
+                    out.status = AnswerStatus::Degraded;
+                    reasons.push(reason);
+                    out.caveats.push(Caveat {
+                        reason: reason.as_str(),
+                        detail: self.client.detail(&detail),
+                    });
+                }
+                Ok(completion) => {
+                    let texts: Vec<&str> = sources.iter().map(|(p, _)| p.text.as_str()).collect();
+                    let j = judge_answer(&self.gate, &texts, completion.content.as_bytes());
+                    out.status = j.status();
+                    for r in &j.rejections {
+                        // Counted once, here; never retried.
+                        self.client
+                            .record_invalid_output(Task::Answer, r.reason, &r.detail);
+                        reasons.push(r.reason);
+                        out.caveats.push(Caveat {
+                            reason: r.reason.as_str(),
+                            detail: self.client.detail(&r.detail),
+                        });
+                    }
+                    for w in &j.warnings {
+                        let detail = match w.reason {
+                            Some(r) => format!("{r}: {}", w.detail),
+                            None => w.detail.clone(),
+                        };
+                        out.caveats.push(Caveat {
+                            reason: w.warning.as_str(),
+                            detail: self.client.detail(&detail),
+                        });
+                    }
+                    if let Some(a) = j.accepted() {
+                        out.answer = Some(a.prose().to_owned());
+                        cited = a.citations().to_vec();
+                        out.citations = cited.iter().map(|h| h.to_string()).collect();
+                    }
+                }
+            }
+            call_record = Some(record);
+        }
+        out.sufficient = out.status == AnswerStatus::Answered;
+
+        let caveats = serde_json::to_value(&out.caveats).unwrap_or_default();
+        let call = call_record.as_ref().map(|r| AnswerCall {
+            model: &r.model,
+            prompt_version: r.prompt_version,
+            schema_id: r.schema.id,
+            schema_version: r.schema.version,
+            schema_sha256: &r.schema.sha256,
+            sent_schema_sha256: r.sent_schema_sha256.as_deref(),
+            started_at: r.started_at,
+            finished_at: r.finished_at,
+            duration_ms: u64::try_from(r.duration.as_millis()).unwrap_or(u64::MAX),
+            attempts: r.attempts.max(1),
+            prompt_tokens: r.usage.map(|u| u.prompt_tokens),
+            completion_tokens: r.usage.map(|u| u.completion_tokens),
+            excerpt: r.excerpt.as_deref(),
+        });
+        let id = self
+            .store
+            .record_answer(&NewAnswer {
+                question,
+                k,
+                status: out.status,
+                answer: out.answer.as_deref(),
+                citations: &cited,
+                sources: &sources,
+                reasons: &reasons,
+                caveats,
+                call,
+            })
+            .await?;
+        AnswerFinished {
+            answer_id: id,
+            status: out.status,
+            sources: out.sources.len(),
+            reasons: &reasons,
+        }
+        .emit(&self.metrics);
+        Ok(out)
+    }
+
+    /// Stored contradictions between claims attached to the sources, with the handles
+    /// of the sources holding each claim (the first source, when several hold it).
+    async fn contradictions(
+        &self,
+        sources: &[(Passage, Vec<AttachedClaim>)],
+    ) -> Result<Vec<ContradictionOut>, AskError> {
+        let mut holder: HashMap<i64, SourceHandle> = HashMap::new();
+        for (i, (_, claims)) in sources.iter().enumerate() {
+            for c in claims {
+                holder
+                    .entry(c.claim_id)
+                    .or_insert(SourceHandle::nth(i as u32 + 1));
+            }
+        }
+        let ids: Vec<i64> = holder.keys().copied().collect();
+        let found = self
+            .store
+            .contradictions(&self.classify_fingerprint, &ids)
+            .await?;
+        Ok(found
+            .into_iter()
+            .filter_map(|c| {
+                Some(ContradictionOut {
+                    a: holder.get(&c.claim_a)?.to_string(),
+                    b: holder.get(&c.claim_b)?.to_string(),
+                    claims: [c.claim_a, c.claim_b],
+                })
+            })
+            .collect())
+    }
+}
+
+fn source_out(i: usize, p: &Passage, claims: &[AttachedClaim]) -> Source {
+    Source {
+        handle: SourceHandle::nth(i as u32 + 1).to_string(),
+        document_id: p.document_id,
+        title: p.title.clone(),
+        text: p.text.clone(),
+        start: p.start,
+        end: p.end,
+        claims: claims
+            .iter()
+            .map(|c| SourceClaim {
+                claim_id: c.claim_id,
+                statement: c.statement.clone(),
+                quote: c.quote.clone(),
+                quote_start: c.quote_start,
+                quote_end: c.quote_end,
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_are_checked_field_by_field() {
+        let field = |q: &str, k| match check_request(q, k) {
+            Err(AskError::BadRequest { field, .. }) => Some(field),
+            _ => None,
+        };
+        assert_eq!(field("Where was Curie born?", 8), None);
+        assert_eq!(field("  ", 8), Some("question"));
+        assert_eq!(field(&"a".repeat(2_001), 8), Some("question"));
+        assert_eq!(field(&"a".repeat(2_000), 8), None);
+        assert_eq!(field("a\0b", 8), Some("question"));
+        assert_eq!(field("ok?", 0), Some("k"));
+        assert_eq!(field("ok?", 21), Some("k"));
+        assert_eq!(field("ok?", 20), None);
+    }
+}

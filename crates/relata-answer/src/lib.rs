@@ -1,0 +1,39 @@
+//! relata-answer: questions answered from the store, with citations that cannot be
+//! fabricated, degrading instead of failing.
+//!
+//! [`Answerer::ask`] retrieves at most `k` passages of stored documents (full-text search
+//! in PostgreSQL, current revisions only), shows them to the model under opaque handles
+//! `S1..Sk` — never database ids — and judges the model's `relata.answer` response with
+//! the answer gate (`relata_validate::judge_answer`). Three outcomes, all answers:
+//!
+//! * `answered` — the response passed the gate and says the sources answer the question;
+//!   every citation is a handle that was sent, so it resolves to a passage whose text is
+//!   the document's own bytes at its offsets. Warnings are kept as caveats.
+//! * `abstained` — no source was retrieved (the model is not asked, and a `no_sources`
+//!   caveat says so), or the model's valid response is the abstention sentence.
+//! * `degraded` — the response failed the gate: no prose, `sufficient: false`, the
+//!   retrieved sources intact, the stored contradictions between them, and every
+//!   rejection reason as a caveat. Each rejection is counted once on
+//!   `relata_model_invalid_output_total{task="answer",reason}` and never retried or
+//!   repaired: a citation "corrected" to satisfy a validator is worse than none.
+//!
+//! Only a model that is unavailable after the adapter's bounded retries (or refuses the
+//! request) and a failing store are errors ([`AskError`]). Contradictions are surfaced
+//! by relata, not by the model: every stored `contradicts` relation of the current
+//! classify version between claims attached to the sources, on every outcome.
+//!
+//! Every answer is recorded (`answers`): the question, the sources and their claim ids in
+//! handle order, the outcome and its reasons, and the model call's provenance.
+//!
+//! [`server`] serves the same over HTTP (`POST /v1/answers`). This crate knows nothing of
+//! AMQP, SQL or the OpenAI wire format.
+
+mod answer;
+mod metrics;
+pub mod server;
+
+pub use answer::{
+    Answer, Answerer, AskError, Caveat, ContradictionOut, MAX_QUESTION_BYTES, NO_SOURCES, Source,
+    SourceClaim, check_request,
+};
+pub use metrics::AnswerMetrics;

@@ -1,0 +1,189 @@
+//! `relata ask` and `relata serve`: questions answered from the store.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use prometheus_client::registry::Registry;
+use relata_answer::{Answer, AnswerMetrics, Answerer, AskError};
+use relata_core::{AnswerStatus, Task};
+use relata_model::{ModelClient, ModelMetrics};
+
+use crate::config::Config;
+use crate::out::outln;
+
+/// Exit code when the model is unavailable (transport failure after retries, or the
+/// provider refused the request): EX_UNAVAILABLE.
+pub const EXIT_MODEL_UNAVAILABLE: u8 = 69;
+
+#[derive(Debug, clap::Args)]
+pub struct AskArgs {
+    /// The question (at most 2,000 bytes).
+    pub question: String,
+    /// Sources to retrieve, 1..=20.
+    #[arg(long, default_value_t = relata_store::DEFAULT_K)]
+    pub k: usize,
+    /// Print exactly the body `POST /v1/answers` returns.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, visible_alias = "listen", default_value = "127.0.0.1:8080")]
+    pub addr: SocketAddr,
+    /// Questions answered at once; more wait up to 10 s, then get 503.
+    #[arg(long, default_value_t = 8)]
+    pub max_concurrency: usize,
+    /// Deadline of one answer in seconds (retrieval, the model with its retries, the
+    /// record); past it the request gets 504.
+    #[arg(long, default_value_t = 300)]
+    pub request_timeout_secs: u64,
+}
+
+async fn answerer(config: &Config, registry: &mut Registry) -> Result<Answerer> {
+    let model_config = config.model()?;
+    let gate = config.answer_gate()?;
+    let classify = config.task_version(Task::Classify)?;
+    let model_metrics = ModelMetrics::register(registry);
+    let metrics = AnswerMetrics::register(registry);
+    let client = ModelClient::new(model_config, model_metrics).context("model client")?;
+    let store = crate::pipeline::store(config).await?;
+    for (check, setting) in gate.iter() {
+        tracing::debug!(
+            check = check.as_str(),
+            enabled = setting.enabled,
+            severity = setting.severity.as_str(),
+            "answer check"
+        );
+    }
+    Ok(Answerer::new(
+        store,
+        client,
+        gate,
+        classify.fingerprint(),
+        metrics,
+    ))
+}
+
+/// `relata ask`. Exit 0 for every outcome, 69 when the model is unavailable, 2 for a
+/// bad question or any other error.
+pub async fn ask(config: &Config, args: AskArgs) -> Result<u8> {
+    relata_answer::check_request(&args.question, args.k)?;
+    let mut registry = Registry::default();
+    let answerer = answerer(config, &mut registry).await?;
+    match answerer.ask(&args.question, args.k).await {
+        Ok(answer) if args.json => {
+            outln!("{}", serde_json::to_string(&answer)?)?;
+            Ok(0)
+        }
+        Ok(answer) => {
+            print_human(&answer)?;
+            Ok(0)
+        }
+        Err(e @ AskError::Model(_)) => {
+            eprintln!("error: {e}");
+            Ok(EXIT_MODEL_UNAVAILABLE)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn print_human(a: &Answer) -> Result<()> {
+    match a.status {
+        AnswerStatus::Answered => {
+            outln!("{}", a.answer.as_deref().unwrap_or_default())?;
+            outln!("")?;
+            outln!("Sources:")?;
+            for s in a.sources.iter().filter(|s| a.citations.contains(&s.handle)) {
+                print_source(s)?;
+            }
+        }
+        AnswerStatus::Abstained => {
+            outln!("No answer: {}", a.answer.as_deref().unwrap_or_default())?;
+            if !a.sources.is_empty() {
+                outln!("")?;
+                outln!("Sources retrieved:")?;
+                for s in &a.sources {
+                    print_source(s)?;
+                }
+            }
+        }
+        AnswerStatus::Degraded => {
+            outln!("No usable answer: the model's answer failed validation (degraded).")?;
+            outln!("")?;
+            outln!("Sources retrieved:")?;
+            for s in &a.sources {
+                print_source(s)?;
+            }
+        }
+    }
+    if !a.contradictions.is_empty() {
+        outln!("")?;
+        outln!("Contradictions between stored claims:")?;
+        for c in &a.contradictions {
+            outln!(
+                "  {} claim {} contradicts {} claim {}",
+                c.a,
+                c.claims[0],
+                c.b,
+                c.claims[1]
+            )?;
+        }
+    }
+    if !a.caveats.is_empty() {
+        outln!("")?;
+        outln!("Caveats:")?;
+        for c in &a.caveats {
+            outln!("  {}: {}", c.reason, c.detail)?;
+        }
+    }
+    Ok(())
+}
+
+fn print_source(s: &relata_answer::Source) -> Result<()> {
+    const SHOWN: usize = 300;
+    let title = s.title.as_deref().unwrap_or("(untitled)");
+    outln!(
+        "  [{}] {} (document {}, bytes {}..{})",
+        s.handle,
+        title,
+        s.document_id,
+        s.start,
+        s.end
+    )?;
+    let text = s.text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let cut = relata_core::text::cut(&text, SHOWN);
+    let more = if cut.len() < text.len() { "…" } else { "" };
+    outln!("      \"{cut}{more}\"")?;
+    for c in &s.claims {
+        outln!("      claim {}: {}", c.claim_id, c.statement)?;
+    }
+    Ok(())
+}
+
+/// `relata serve`: `POST /v1/answers`, `/healthz`, `/readyz`, `/metrics` until SIGTERM or
+/// SIGINT.
+pub async fn serve(config: &Config, args: ServeArgs) -> Result<u8> {
+    let mut registry = Registry::default();
+    let answerer = answerer(config, &mut registry).await?;
+    let router = relata_answer::server::router(
+        answerer,
+        Arc::new(registry),
+        relata_answer::server::ServeConfig {
+            max_concurrency: args.max_concurrency.max(1),
+            request_timeout: std::time::Duration::from_secs(args.request_timeout_secs.max(1)),
+            ..relata_answer::server::ServeConfig::default()
+        },
+    );
+    let listener = tokio::net::TcpListener::bind(args.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", args.addr))?;
+    let bound = listener.local_addr()?;
+    tracing::info!(%bound, "serving POST /v1/answers, /healthz, /readyz, /metrics");
+    relata_answer::server::serve(listener, router, crate::signal::shutdown())
+        .await
+        .context("serving HTTP")?;
+    Ok(0)
+}

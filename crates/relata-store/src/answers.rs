@@ -1,0 +1,374 @@
+//! Answers: retrieval of passages for a question, the stored claims and contradictions
+//! that go with them, and the record of each answer.
+//!
+//! Retrieval is deterministic and needs nothing but PostgreSQL: full-text search over the
+//! chunks of current revisions (`chunks.text_search`, a generated `tsvector` with a GIN
+//! index), ranked by `ts_rank`, ties broken by chunk id. The question's words are OR-ed,
+//! not AND-ed: a question rarely repeats every word of the passage that answers it, and
+//! the rank already prefers passages holding more of them. [`Retriever`] is the seam for
+//! another way of finding passages (an embedding index): whatever finds them, a passage is
+//! a span of a stored revision, so a citation always resolves to the document's own bytes.
+
+use relata_core::SourceHandle;
+use sqlx::Row;
+
+use crate::{Result, Store, StoreError, to_i32, to_usize};
+
+/// Sources returned when the caller does not say.
+pub const DEFAULT_K: usize = 8;
+/// Most sources one question may retrieve.
+pub const MAX_K: usize = 20;
+/// Longest passage, in bytes: a longer chunk is narrowed to the consecutive sentences
+/// that hold most of the question's words, up to this bound.
+pub const PASSAGE_MAX_BYTES: usize = 1_500;
+
+/// A retrieved passage: a span of a stored revision's text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Passage {
+    pub document_id: i64,
+    pub revision_id: i64,
+    pub chunk_id: i64,
+    pub title: Option<String>,
+    /// The revision's own text at `start..end`.
+    pub text: String,
+    /// Byte offsets (UTF-8) into the revision text.
+    pub start: usize,
+    pub end: usize,
+    pub rank: f32,
+}
+
+/// A stored claim whose quote lies inside a passage.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct AttachedClaim {
+    pub claim_id: i64,
+    pub statement: String,
+    pub quote: String,
+    /// Byte offsets (UTF-8) into the revision text, like the passage's.
+    pub quote_start: usize,
+    pub quote_end: usize,
+}
+
+/// A stored `contradicts` relation between two attached claims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Contradiction {
+    pub claim_a: i64,
+    pub claim_b: i64,
+}
+
+/// Finds passages for a question. The store's full-text search is the one relata ships;
+/// an embedding index would be another implementation, returning spans of stored
+/// revisions just the same.
+pub trait Retriever {
+    fn retrieve(
+        &self,
+        question: &str,
+        k: usize,
+    ) -> impl std::future::Future<Output = Result<Vec<Passage>>> + Send;
+}
+
+impl Retriever for Store {
+    fn retrieve(
+        &self,
+        question: &str,
+        k: usize,
+    ) -> impl std::future::Future<Output = Result<Vec<Passage>>> + Send {
+        self.retrieve_passages(question, k)
+    }
+}
+
+/// One answer as recorded.
+#[derive(Debug, Clone)]
+pub struct NewAnswer<'a> {
+    pub question: &'a str,
+    pub k: usize,
+    pub status: relata_core::AnswerStatus,
+    pub answer: Option<&'a str>,
+    pub citations: &'a [SourceHandle],
+    /// In handle order.
+    pub sources: &'a [(Passage, Vec<AttachedClaim>)],
+    pub reasons: &'a [relata_core::Reason],
+    /// `[{reason, detail}]`, as returned.
+    pub caveats: serde_json::Value,
+    /// `None` when the model was not asked (no source).
+    pub call: Option<AnswerCall<'a>>,
+}
+
+/// The model call behind an answer: the provenance recorded for every task's calls.
+#[derive(Debug, Clone)]
+pub struct AnswerCall<'a> {
+    pub model: &'a str,
+    pub prompt_version: &'a str,
+    pub schema_id: &'a str,
+    pub schema_version: u32,
+    pub schema_sha256: &'a str,
+    pub sent_schema_sha256: Option<&'a str>,
+    pub started_at: chrono::DateTime<chrono::Utc>,
+    pub finished_at: chrono::DateTime<chrono::Utc>,
+    pub duration_ms: u64,
+    pub attempts: u32,
+    pub prompt_tokens: Option<u64>,
+    pub completion_tokens: Option<u64>,
+    pub excerpt: Option<&'a str>,
+}
+
+/// Words of the question as the search will see them, lowercased, for choosing sentences
+/// of a long chunk (the SQL side stems; this side only has to prefer the right sentences).
+fn question_words(question: &str) -> Vec<String> {
+    let mut out: Vec<String> = question
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.chars().count() >= 3)
+        .map(str::to_lowercase)
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The span of `text` (a chunk) to use as a passage: all of it when it fits
+/// [`PASSAGE_MAX_BYTES`], else the run of consecutive sentences, within the bound, that
+/// holds the most distinct question words (the earliest such run on a tie).
+fn narrow(text: &str, words: &[String]) -> (usize, usize) {
+    if text.len() <= PASSAGE_MAX_BYTES {
+        return (0, text.len());
+    }
+    let spans = relata_core::sentences::spans(text, 1, 1, PASSAGE_MAX_BYTES);
+    if spans.is_empty() {
+        // No sentence at all: the leading bytes, cut on a character boundary.
+        let mut end = PASSAGE_MAX_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        return (0, end);
+    }
+    let lowered: Vec<String> = spans
+        .iter()
+        .map(|&(s, e)| text[s..e].to_lowercase())
+        .collect();
+    let mut best = (0usize, spans[0]);
+    for i in 0..spans.len() {
+        let start = spans[i].0;
+        let mut end = spans[i].1;
+        let mut j = i + 1;
+        while j < spans.len() && spans[j].1 - start <= PASSAGE_MAX_BYTES {
+            end = spans[j].1;
+            j += 1;
+        }
+        let score = words
+            .iter()
+            .filter(|w| lowered[i..j].iter().any(|s| s.contains(w.as_str())))
+            .count();
+        if score > best.0 {
+            best = (score, (start, end));
+        }
+    }
+    best.1
+}
+
+impl Store {
+    /// The top `k` (1..=[`MAX_K`]) passages for `question` among the chunks of current
+    /// revisions, by full-text rank, ties broken by chunk id. A question with no
+    /// searchable word (only stop words or punctuation) finds nothing.
+    pub async fn retrieve_passages(&self, question: &str, k: usize) -> Result<Vec<Passage>> {
+        if !(1..=MAX_K).contains(&k) {
+            return Err(StoreError::InvalidInput(format!(
+                "k must be between 1 and {MAX_K}, not {k}"
+            )));
+        }
+        let rows = sqlx::query(
+            "WITH q AS (
+                 SELECT to_tsquery('simple', string_agg(quote_literal(lexeme), ' | ')) AS query
+                   FROM unnest(tsvector_to_array(to_tsvector('english', $1))) AS lexeme
+             )
+             SELECT c.id, c.document_id, c.revision_id, c.start_byte, c.text, d.title,
+                    ts_rank(c.text_search, q.query) AS rank
+               FROM q
+               JOIN chunks c ON c.text_search @@ q.query
+               JOIN documents d ON d.id = c.document_id AND d.current_revision_id = c.revision_id
+              WHERE q.query IS NOT NULL
+              ORDER BY rank DESC, c.id
+              LIMIT $2",
+        )
+        .bind(question)
+        .bind(k as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        let words = question_words(question);
+        rows.into_iter()
+            .map(|r| {
+                let chunk_start = to_usize(r.try_get("start_byte")?, "chunk start")?;
+                let text: String = r.try_get("text")?;
+                let (s, e) = narrow(&text, &words);
+                Ok(Passage {
+                    chunk_id: r.try_get("id")?,
+                    document_id: r.try_get("document_id")?,
+                    revision_id: r.try_get("revision_id")?,
+                    title: r.try_get("title")?,
+                    text: text[s..e].to_owned(),
+                    start: chunk_start + s,
+                    end: chunk_start + e,
+                    rank: r.try_get("rank")?,
+                })
+            })
+            .collect()
+    }
+
+    /// For each passage, the stored claims whose quote lies wholly inside it (same
+    /// revision, `start <= quote_start`, `quote_end <= end`), by claim id.
+    pub async fn attach_claims(&self, passages: &[Passage]) -> Result<Vec<Vec<AttachedClaim>>> {
+        let mut out = vec![Vec::new(); passages.len()];
+        if passages.is_empty() {
+            return Ok(out);
+        }
+        let idx: Vec<i32> = (0..passages.len())
+            .map(|i| to_i32(i, "passage index"))
+            .collect::<Result<_>>()?;
+        let revs: Vec<i64> = passages.iter().map(|p| p.revision_id).collect();
+        let starts: Vec<i32> = passages
+            .iter()
+            .map(|p| to_i32(p.start, "passage start"))
+            .collect::<Result<_>>()?;
+        let ends: Vec<i32> = passages
+            .iter()
+            .map(|p| to_i32(p.end, "passage end"))
+            .collect::<Result<_>>()?;
+        let rows = sqlx::query(
+            "SELECT p.idx, cl.id, cl.statement, cl.quote, cl.quote_start, cl.quote_end
+               FROM unnest($1::int[], $2::bigint[], $3::int[], $4::int[])
+                    AS p(idx, revision_id, start_byte, end_byte)
+               JOIN claims cl ON cl.revision_id = p.revision_id
+                             AND cl.quote_start >= p.start_byte
+                             AND cl.quote_end <= p.end_byte
+              ORDER BY p.idx, cl.id",
+        )
+        .bind(&idx)
+        .bind(&revs)
+        .bind(&starts)
+        .bind(&ends)
+        .fetch_all(&self.pool)
+        .await?;
+        for r in rows {
+            let i = to_usize(r.try_get("idx")?, "passage index")?;
+            out[i].push(AttachedClaim {
+                claim_id: r.try_get("id")?,
+                statement: r.try_get("statement")?,
+                quote: r.try_get("quote")?,
+                quote_start: to_usize(r.try_get("quote_start")?, "quote start")?,
+                quote_end: to_usize(r.try_get("quote_end")?, "quote end")?,
+            });
+        }
+        Ok(out)
+    }
+
+    /// The stored `contradicts` relations of the classify task version with fingerprint
+    /// `classify_fingerprint` whose two claims are both among `claim_ids`, by relation id.
+    pub async fn contradictions(
+        &self,
+        classify_fingerprint: &str,
+        claim_ids: &[i64],
+    ) -> Result<Vec<Contradiction>> {
+        if claim_ids.len() < 2 {
+            return Ok(Vec::new());
+        }
+        let rows: Vec<(i64, i64)> = sqlx::query_as(
+            "SELECT claim_a, claim_b FROM claim_relations
+              WHERE relation = 'contradicts' AND task_version_fingerprint = $1
+                AND claim_a = ANY($2) AND claim_b = ANY($2)
+              ORDER BY id",
+        )
+        .bind(classify_fingerprint)
+        .bind(claim_ids)
+        .fetch_all(&self.pool)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(claim_a, claim_b)| Contradiction { claim_a, claim_b })
+            .collect())
+    }
+
+    /// Record one answer; returns its id.
+    pub async fn record_answer(&self, a: &NewAnswer<'_>) -> Result<i64> {
+        let sources: Vec<serde_json::Value> = a
+            .sources
+            .iter()
+            .enumerate()
+            .map(|(i, (p, claims))| {
+                serde_json::json!({
+                    "handle": SourceHandle::nth(i as u32 + 1).to_string(),
+                    "document_id": p.document_id,
+                    "revision_id": p.revision_id,
+                    "chunk_id": p.chunk_id,
+                    "start": p.start,
+                    "end": p.end,
+                    "claim_ids": claims.iter().map(|c| c.claim_id).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let claim_ids: Vec<i64> = a
+            .sources
+            .iter()
+            .flat_map(|(_, c)| c.iter().map(|c| c.claim_id))
+            .collect();
+        let citations: Vec<String> = a.citations.iter().map(|h| h.to_string()).collect();
+        let reasons: Vec<&str> = a.reasons.iter().map(|r| r.as_str()).collect();
+        let call = a.call.as_ref();
+        let u = |v: Option<u64>| v.and_then(|v| i64::try_from(v).ok());
+        let excerpt = call
+            .and_then(|c| c.excerpt)
+            .map(|e| relata_core::text::cut(e, crate::EXCERPT_MAX_CHARS));
+        let id: i64 = sqlx::query_scalar(
+            "INSERT INTO answers (question, k, status, answer, citations, sources,
+                 source_claim_ids, reasons, caveats, model, prompt_version, schema_id,
+                 schema_version, schema_sha256, sent_schema_sha256, started_at, finished_at,
+                 duration_ms, attempts, prompt_tokens, completion_tokens, excerpt)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+                     $17, $18, $19, $20, $21, $22)
+             RETURNING id",
+        )
+        .bind(a.question)
+        .bind(to_i32(a.k, "k")?)
+        .bind(a.status.as_str())
+        .bind(a.answer)
+        .bind(&citations)
+        .bind(serde_json::Value::Array(sources))
+        .bind(&claim_ids)
+        .bind(&reasons)
+        .bind(&a.caveats)
+        .bind(call.map(|c| c.model))
+        .bind(call.map(|c| c.prompt_version))
+        .bind(call.map(|c| c.schema_id))
+        .bind(call.map(|c| c.schema_version as i32))
+        .bind(call.map(|c| c.schema_sha256))
+        .bind(call.and_then(|c| c.sent_schema_sha256))
+        .bind(call.map(|c| c.started_at))
+        .bind(call.map(|c| c.finished_at))
+        .bind(call.map(|c| i64::try_from(c.duration_ms).unwrap_or(i64::MAX)))
+        .bind(call.map(|c| c.attempts as i32))
+        .bind(u(call.and_then(|c| c.prompt_tokens)))
+        .bind(u(call.and_then(|c| c.completion_tokens)))
+        .bind(excerpt)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(id)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_short_chunk_is_its_own_passage() {
+        assert_eq!(narrow("Paris is in France.", &[]), (0, 19));
+    }
+
+    #[test]
+    fn a_long_chunk_is_narrowed_to_the_sentences_holding_the_question() {
+        let filler = "Nothing of interest is said in this sentence at all. ".repeat(40);
+        let text = format!("{filler}Marie Curie was born in Warsaw. {filler}");
+        let words = question_words("Where was Marie Curie born?");
+        let (s, e) = narrow(&text, &words);
+        assert!(e - s <= PASSAGE_MAX_BYTES);
+        assert!(text[s..e].contains("Marie Curie was born in Warsaw."));
+        assert!(text.is_char_boundary(s) && text.is_char_boundary(e));
+    }
+}

@@ -1,0 +1,732 @@
+//! The answer gate: `relata.answer` v1 judged in the same four layers as the extract and
+//! classify contracts.
+//!
+//! An answer is one row, so the gate does not split it: it judges the whole response and
+//! returns *every* problem it found (not only the first), so that a degraded answer states
+//! all of its reasons.
+//!
+//! 1. **Syntactic** and 2. **schema**: exactly as the extract gate (the same decoder and
+//!    the same strict field, type and bound checks): `too_large`, `not_json`, `empty`,
+//!    `trailing_content`, `schema`, `unknown_field`, `unstorable`. Any of them rejects the
+//!    whole response and no other check runs.
+//! 3. **Semantic**: `handle_known` (structural) — every citation and every inline marker
+//!    (`[S1]`, `[S1, S2]`) must name a source that was sent, else `unknown_handle`;
+//!    `degenerate` — the prose of a found answer must not be a placeholder, a field name
+//!    (`answer`, `sufficient`, …) or text too short to carry meaning; `markers_match`
+//!    (warns by default) — an inline marker not in `citations`, or a citation with no
+//!    marker, is `marker_mismatch`; `figure_in_sources` (warns by default) — a number,
+//!    year or percentage of the prose found in none of the *cited* sources is
+//!    `figure_not_in_sources`. At severity `reject` the last two reject as `inconsistent`.
+//! 4. **Consistency**: `cited` (structural) — `found: true` with no citation is
+//!    `uncited_answer`, the most dangerous answer there is; `abstention` — `found: false`
+//!    must cite nothing and its prose must be exactly
+//!    [`ANSWER_ABSTENTION`](relata_core::contract::ANSWER_ABSTENTION) (after NFC and
+//!    whitespace collapsing), else `bad_abstention`.
+//!
+//! The gate never repairs: a citation it cannot resolve is not mapped to the nearest
+//! source, and a marker missing from `citations` is not added to it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use relata_core::contract::{ANSWER_ABSTENTION, bounds};
+use relata_core::{AnswerCheck, AnswerStatus, Reason, Severity, SourceHandle, Warning};
+
+use crate::config::{CheckSetting, ConfigError};
+use crate::decode::{self, Json};
+use crate::gate::{Fail, array, fields, string};
+use crate::normalize::{collapse, lower};
+use crate::outcome::Finding;
+use crate::text::{bounded, degenerate, excerpt, figures};
+
+/// The answer gate's settings: every [`AnswerCheck`] with `enabled` and `severity`.
+/// The default enables every check; `markers_match` and `figure_in_sources` warn, every
+/// other check rejects.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnswerConfig {
+    checks: BTreeMap<AnswerCheck, CheckSetting>,
+}
+
+impl Default for AnswerConfig {
+    fn default() -> Self {
+        let checks = AnswerCheck::ALL
+            .iter()
+            .map(|&c| {
+                let severity = match c {
+                    AnswerCheck::MarkersMatch | AnswerCheck::FigureInSources => Severity::Warn,
+                    _ => Severity::Reject,
+                };
+                (
+                    c,
+                    CheckSetting {
+                        enabled: true,
+                        severity,
+                    },
+                )
+            })
+            .collect();
+        AnswerConfig { checks }
+    }
+}
+
+impl AnswerConfig {
+    pub fn setting(&self, check: AnswerCheck) -> CheckSetting {
+        self.checks[&check]
+    }
+
+    /// Change one check. Structural checks refuse anything but enabled + reject.
+    pub fn set(&mut self, check: AnswerCheck, setting: CheckSetting) -> Result<(), ConfigError> {
+        if check.is_structural() && (!setting.enabled || setting.severity != Severity::Reject) {
+            return Err(ConfigError::StructuralAnswer(check));
+        }
+        self.checks.insert(check, setting);
+        Ok(())
+    }
+
+    /// Every check with its setting, in a stable order.
+    pub fn iter(&self) -> impl Iterator<Item = (AnswerCheck, CheckSetting)> + '_ {
+        self.checks.iter().map(|(c, s)| (*c, *s))
+    }
+}
+
+/// An answer that passed the gate. Only this crate can build one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AcceptedAnswer {
+    prose: String,
+    citations: Vec<SourceHandle>,
+    found: bool,
+}
+
+impl AcceptedAnswer {
+    pub fn prose(&self) -> &str {
+        &self.prose
+    }
+    /// The cited sources, in the order the model listed them, each once.
+    pub fn citations(&self) -> &[SourceHandle] {
+        &self.citations
+    }
+    pub fn found(&self) -> bool {
+        self.found
+    }
+}
+
+/// One reason an answer was rejected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnswerRejection {
+    pub reason: Reason,
+    /// Bounded, human-readable; never a metric label.
+    pub detail: String,
+}
+
+/// The verdict on one answer response.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnswerJudgement {
+    accepted: Option<AcceptedAnswer>,
+    /// Every rejection found (empty when accepted).
+    pub rejections: Vec<AnswerRejection>,
+    /// Findings of warning checks (and of rejecting checks demoted to `warn`).
+    pub warnings: Vec<Finding>,
+}
+
+impl AnswerJudgement {
+    /// `answered`, `abstained` or `degraded`.
+    pub fn status(&self) -> AnswerStatus {
+        match &self.accepted {
+            Some(a) if a.found => AnswerStatus::Answered,
+            Some(_) => AnswerStatus::Abstained,
+            None => AnswerStatus::Degraded,
+        }
+    }
+
+    pub fn accepted(&self) -> Option<&AcceptedAnswer> {
+        self.accepted.as_ref()
+    }
+
+    fn rejected(fail: Fail) -> AnswerJudgement {
+        AnswerJudgement {
+            accepted: None,
+            rejections: vec![AnswerRejection {
+                reason: fail.0,
+                detail: fail.1,
+            }],
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// Field names and words of the contract that a model writes when it copies the schema
+/// instead of answering (on top of the gate's general placeholders).
+const ANSWER_PLACEHOLDERS: &[&str] = &["answer", "citations", "found", "sufficient", "true"];
+
+/// Inline markers of a text: every `[...]` whose comma- or semicolon-separated parts each
+/// start with `S` and a digit, as written (`[S1]` → `S1`; `[S1, S2]` → `S1`, `S2`).
+/// Returns the marker strings and the text with the markers removed (for the figure check,
+/// so a marker's number is not taken for a figure).
+fn markers(text: &str) -> (Vec<&str>, String) {
+    let mut found = Vec::new();
+    let mut rest = String::with_capacity(text.len());
+    let mut i = 0;
+    while let Some(open) = text[i..].find('[') {
+        let open = i + open;
+        rest.push_str(&text[i..open]);
+        let after = &text[open + 1..];
+        // Markers are short; a `[` with no `]` within 64 bytes is text.
+        let close = after.char_indices().take(64).find(|(_, c)| *c == ']');
+        let parts: Option<Vec<&str>> = close.map(|(at, _)| {
+            after[..at]
+                .split([',', ';'])
+                .map(str::trim)
+                .collect::<Vec<_>>()
+        });
+        match (close, parts) {
+            (Some((at, _)), Some(parts))
+                if parts.iter().all(|p| {
+                    let mut cs = p.chars();
+                    cs.next() == Some('S') && cs.next().is_some_and(|c| c.is_ascii_digit())
+                }) =>
+            {
+                found.extend(parts);
+                i = open + 1 + at + 1;
+            }
+            _ => {
+                rest.push('[');
+                i = open + 1;
+            }
+        }
+    }
+    rest.push_str(&text[i..]);
+    (found, rest)
+}
+
+/// Judge a raw answer response against the sources it was asked about: `sources[0]` is
+/// the text shown as `S1`, and so on.
+pub fn judge_answer(config: &AnswerConfig, sources: &[&str], raw: &[u8]) -> AnswerJudgement {
+    let v = match decode::parse(raw) {
+        Ok(v) => v,
+        Err(e) => return AnswerJudgement::rejected((e.reason, e.detail)),
+    };
+    let parsed = (|| {
+        let [answer, citations, found] =
+            fields(&v, "the response", ["answer", "citations", "found"])?;
+        let answer = string(answer, "answer", bounds::ANSWER_MAX_CHARS)?;
+        let citations = array(citations, "citations", bounds::MAX_CITATIONS)?
+            .iter()
+            .map(|c| string(c, "citations", bounds::SOURCE_HANDLE_MAX_CHARS))
+            .collect::<Result<Vec<&str>, Fail>>()?;
+        let found = match found {
+            Json::Bool(b) => *b,
+            other => {
+                return Err((
+                    Reason::Schema,
+                    format!("\"found\" is {}, not a boolean", other.type_name()),
+                ));
+            }
+        };
+        Ok((answer, citations, found))
+    })();
+    let (prose, cited, found) = match parsed {
+        Ok(x) => x,
+        Err(f) => return AnswerJudgement::rejected(f),
+    };
+
+    let mut j = Judge {
+        config,
+        rejections: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let (inline, without_markers) = markers(prose);
+
+    // Layer 3, structural: every handle resolves to a source that was sent.
+    let resolve = |s: &str| {
+        SourceHandle::parse(s)
+            .ok()
+            .filter(|h| h.index() < sources.len())
+    };
+    let mut citations: Vec<SourceHandle> = Vec::new();
+    let mut unknown: Vec<String> = Vec::new();
+    for c in &cited {
+        match resolve(c) {
+            Some(h) if !citations.contains(&h) => citations.push(h),
+            Some(_) => {}
+            None => unknown.push(format!("citation {}", excerpt(c, 12))),
+        }
+    }
+    let mut marked: BTreeSet<SourceHandle> = BTreeSet::new();
+    for m in &inline {
+        match resolve(m) {
+            Some(h) => {
+                marked.insert(h);
+            }
+            None => unknown.push(format!(
+                "marker [{}]",
+                m.chars().take(12).collect::<String>()
+            )),
+        }
+    }
+    j.check(AnswerCheck::HandleKnown, Reason::UnknownHandle, || {
+        (!unknown.is_empty()).then(|| {
+            format!(
+                "{} not among the {} source(s) sent",
+                unknown.join(", "),
+                sources.len()
+            )
+        })
+    });
+
+    let norm = collapse(prose);
+    if found {
+        j.check(AnswerCheck::Degenerate, Reason::Degenerate, || {
+            let bare = collapse(&without_markers);
+            let core = bare.trim_matches(|c: char| !c.is_alphanumeric());
+            if ANSWER_PLACEHOLDERS.contains(&lower(core).as_str()) {
+                return Some(format!("a placeholder: {}", excerpt(&bare, 30)));
+            }
+            degenerate(&bare, bounds::ANSWER_MIN_CHARS, bounds::ANSWER_MIN_WORDS)
+        });
+        let cited_set: BTreeSet<SourceHandle> = citations.iter().copied().collect();
+        j.warn(
+            AnswerCheck::MarkersMatch,
+            Warning::MarkerMismatch,
+            Reason::Inconsistent,
+            || {
+                let not_cited: Vec<String> = marked
+                    .difference(&cited_set)
+                    .map(|h| h.to_string())
+                    .collect();
+                let not_marked: Vec<String> = cited_set
+                    .difference(&marked)
+                    .map(|h| h.to_string())
+                    .collect();
+                let mut parts = Vec::new();
+                if !not_cited.is_empty() {
+                    parts.push(format!("marked but not cited: {}", not_cited.join(", ")));
+                }
+                if !not_marked.is_empty() {
+                    parts.push(format!("cited but never marked: {}", not_marked.join(", ")));
+                }
+                (!parts.is_empty()).then(|| parts.join("; "))
+            },
+        );
+        j.warn(
+            AnswerCheck::FigureInSources,
+            Warning::FigureNotInSources,
+            Reason::Inconsistent,
+            || {
+                let have: Vec<_> = citations
+                    .iter()
+                    .flat_map(|h| figures(sources[h.index()]))
+                    .collect();
+                let missing: Vec<String> = figures(&without_markers)
+                    .into_iter()
+                    .filter(|f| !have.contains(f))
+                    .take(5)
+                    .map(|f| excerpt(&f, 20))
+                    .collect();
+                (!missing.is_empty()).then(|| {
+                    format!(
+                        "figure(s) in the answer found in no cited source: {}",
+                        missing.join(", ")
+                    )
+                })
+            },
+        );
+        // Layer 4, structural: a found answer cites something.
+        j.check(AnswerCheck::Cited, Reason::UncitedAnswer, || {
+            cited.is_empty().then(|| {
+                "\"found\" is true and \"citations\" is empty: an answer with no source".to_owned()
+            })
+        });
+    } else {
+        j.check(AnswerCheck::Abstention, Reason::BadAbstention, || {
+            if !cited.is_empty() {
+                Some(format!(
+                    "\"found\" is false but {} source(s) are cited",
+                    cited.len()
+                ))
+            } else if norm != ANSWER_ABSTENTION {
+                Some(format!(
+                    "\"found\" is false and the answer is {}, not the abstention sentence",
+                    excerpt(&norm, 60)
+                ))
+            } else {
+                None
+            }
+        });
+    }
+
+    let accepted = j.rejections.is_empty().then(|| AcceptedAnswer {
+        prose: prose.to_owned(),
+        citations,
+        found,
+    });
+    AnswerJudgement {
+        accepted,
+        rejections: j.rejections,
+        warnings: j.warnings,
+    }
+}
+
+/// Runs the configurable checks and collects everything they found.
+struct Judge<'c> {
+    config: &'c AnswerConfig,
+    rejections: Vec<AnswerRejection>,
+    warnings: Vec<Finding>,
+}
+
+impl Judge<'_> {
+    /// A rejecting check: at severity `warn` its problem becomes a `demoted` finding.
+    fn check(
+        &mut self,
+        check: AnswerCheck,
+        reason: Reason,
+        problem: impl FnOnce() -> Option<String>,
+    ) {
+        let setting = self.config.setting(check);
+        if !setting.enabled {
+            return;
+        }
+        if let Some(detail) = problem() {
+            match setting.severity {
+                Severity::Reject => self.rejections.push(AnswerRejection {
+                    reason,
+                    detail: bounded(detail),
+                }),
+                Severity::Warn => self.warnings.push(Finding {
+                    warning: Warning::Demoted,
+                    reason: Some(reason),
+                    detail: bounded(detail),
+                }),
+            }
+        }
+    }
+
+    /// A warning check: at severity `reject` its problem rejects as `reason`.
+    fn warn(
+        &mut self,
+        check: AnswerCheck,
+        warning: Warning,
+        reason: Reason,
+        problem: impl FnOnce() -> Option<String>,
+    ) {
+        let setting = self.config.setting(check);
+        if !setting.enabled {
+            return;
+        }
+        if let Some(detail) = problem() {
+            match setting.severity {
+                Severity::Warn => self.warnings.push(Finding {
+                    warning,
+                    reason: None,
+                    detail: bounded(detail),
+                }),
+                Severity::Reject => self.rejections.push(AnswerRejection {
+                    reason,
+                    detail: bounded(detail),
+                }),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    const SOURCES: [&str; 6] = [
+        "Marie Curie was born in Warsaw in 1867.",
+        "She won the Nobel Prize in Physics in 1903, with Pierre Curie.",
+        "Pierre Curie was a French physicist.",
+        "The Eiffel Tower is located in Paris.",
+        "It was completed in 1889.",
+        "Warsaw is the capital of Poland.",
+    ];
+
+    fn judge(raw: &str) -> AnswerJudgement {
+        judge_answer(&AnswerConfig::default(), &SOURCES, raw.as_bytes())
+    }
+
+    fn reasons(j: &AnswerJudgement) -> Vec<Reason> {
+        j.rejections.iter().map(|r| r.reason).collect()
+    }
+
+    fn warnings(j: &AnswerJudgement) -> Vec<Warning> {
+        j.warnings.iter().map(|f| f.warning).collect()
+    }
+
+    #[test]
+    fn a_cited_answer_is_answered() {
+        let j = judge(
+            r#"{"answer": "Marie Curie was born in Warsaw in 1867 [S1].", "citations": ["S1"], "found": true}"#,
+        );
+        assert_eq!(j.status(), AnswerStatus::Answered, "{j:?}");
+        let a = j.accepted().unwrap();
+        assert_eq!(a.citations(), [SourceHandle::nth(1)]);
+        assert!(a.found());
+        assert!(j.warnings.is_empty(), "{j:?}");
+    }
+
+    #[test]
+    fn the_exact_abstention_is_abstained() {
+        let raw = format!(
+            r#"{{"answer": "  {} ", "citations": [], "found": false}}"#,
+            ANSWER_ABSTENTION
+        );
+        let j = judge(&raw);
+        assert_eq!(j.status(), AnswerStatus::Abstained, "{j:?}");
+    }
+
+    #[test]
+    fn syntactic_and_schema_layers_are_the_extract_gates() {
+        let cases: &[(&str, Reason)] = &[
+            ("", Reason::Empty),
+            ("Sure! {\"answer\": \"x\"}", Reason::NotJson),
+            (
+                r#"{"answer": "a b c d e f", "citations": [], "found": false} {}"#,
+                Reason::TrailingContent,
+            ),
+            (
+                r#"{"answer": "x", "citations": [], "found": false, "sufficient": true}"#,
+                Reason::UnknownField,
+            ),
+            (r#"{"answer": "x", "citations": []}"#, Reason::Schema),
+            (
+                r#"{"answer": "x", "citations": [], "found": "yes"}"#,
+                Reason::Schema,
+            ),
+            (
+                r#"{"answer": "x", "citations": [1], "found": true}"#,
+                Reason::Schema,
+            ),
+            (
+                r#"{"answer": "x\u0000", "citations": ["S1"], "found": true}"#,
+                Reason::Unstorable,
+            ),
+        ];
+        for (raw, want) in cases {
+            let j = judge(raw);
+            assert_eq!(j.status(), AnswerStatus::Degraded, "{raw}");
+            assert_eq!(reasons(&j), [*want], "{raw}");
+        }
+        let long = format!(
+            r#"{{"answer": "{}", "citations": ["S1"], "found": true}}"#,
+            "a".repeat(bounds::ANSWER_MAX_CHARS + 1)
+        );
+        assert_eq!(reasons(&judge(&long)), [Reason::Schema]);
+        let many: Vec<String> = (0..=bounds::MAX_CITATIONS)
+            .map(|_| "\"S1\"".into())
+            .collect();
+        let raw = format!(
+            r#"{{"answer": "Curie was born in Warsaw [S1].", "citations": [{}], "found": true}}"#,
+            many.join(",")
+        );
+        assert_eq!(reasons(&judge(&raw)), [Reason::Schema]);
+        let big = vec![b' '; bounds::MAX_RESPONSE_BYTES + 1];
+        let j = judge_answer(&AnswerConfig::default(), &SOURCES, &big);
+        assert_eq!(reasons(&j), [Reason::TooLarge]);
+        // The one tolerated deviation: a single outer fence.
+        let fenced = "```json\n{\"answer\": \"Curie was born in Warsaw [S1].\", \"citations\": [\"S1\"], \"found\": true}\n```";
+        assert_eq!(judge(fenced).status(), AnswerStatus::Answered);
+    }
+
+    #[test]
+    fn a_handle_that_was_not_sent_degrades_the_answer() {
+        // Six sources were sent; S99 and S7 name nothing.
+        let j = judge(
+            r#"{"answer": "Marie Curie was born in Warsaw [S1].", "citations": ["S1", "S99"], "found": true}"#,
+        );
+        assert_eq!(j.status(), AnswerStatus::Degraded);
+        assert_eq!(reasons(&j), [Reason::UnknownHandle]);
+        assert!(j.rejections[0].detail.contains("S99"), "{j:?}");
+        let j = judge(
+            r#"{"answer": "Marie Curie was born in Warsaw [S7].", "citations": ["S1"], "found": true}"#,
+        );
+        assert_eq!(reasons(&j), [Reason::UnknownHandle]);
+        assert!(j.rejections[0].detail.contains("[S7]"), "{j:?}");
+        for bad in ["s1", "S01", "C1", "1", "S0"] {
+            let raw = format!(
+                r#"{{"answer": "Marie Curie was born in Warsaw.", "citations": ["{bad}"], "found": true}}"#
+            );
+            assert_eq!(reasons(&judge(&raw)), [Reason::UnknownHandle], "{bad}");
+        }
+    }
+
+    #[test]
+    fn degenerate_prose_degrades_the_answer() {
+        for prose in [
+            "sufficient",
+            "Sufficient.",
+            "answer",
+            "N/A",
+            "...",
+            "Warsaw [S1]",
+            "string",
+        ] {
+            let raw = format!(r#"{{"answer": "{prose}", "citations": ["S1"], "found": true}}"#);
+            let j = judge(&raw);
+            assert_eq!(reasons(&j), [Reason::Degenerate], "{prose}: {j:?}");
+        }
+    }
+
+    #[test]
+    fn sufficient_with_no_citation_is_degraded_for_both_reasons() {
+        let j = judge(r#"{"answer": "sufficient", "found": true, "citations": []}"#);
+        assert_eq!(j.status(), AnswerStatus::Degraded);
+        assert_eq!(reasons(&j), [Reason::Degenerate, Reason::UncitedAnswer]);
+    }
+
+    #[test]
+    fn a_found_answer_without_citations_is_uncited() {
+        let j = judge(
+            r#"{"answer": "Marie Curie was born in Warsaw [S1].", "citations": [], "found": true}"#,
+        );
+        assert_eq!(reasons(&j), [Reason::UncitedAnswer]);
+    }
+
+    #[test]
+    fn an_abstention_must_be_the_sentence_and_cite_nothing() {
+        let j = judge(r#"{"answer": "I don't know.", "citations": [], "found": false}"#);
+        assert_eq!(reasons(&j), [Reason::BadAbstention]);
+        let raw =
+            format!(r#"{{"answer": "{ANSWER_ABSTENTION}", "citations": ["S2"], "found": false}}"#);
+        assert_eq!(reasons(&judge(&raw)), [Reason::BadAbstention]);
+        // Prose that answers while saying it did not find an answer.
+        let j = judge(
+            r#"{"answer": "Marie Curie was born in Warsaw.", "citations": [], "found": false}"#,
+        );
+        assert_eq!(reasons(&j), [Reason::BadAbstention]);
+    }
+
+    #[test]
+    fn markers_and_citations_that_disagree_warn() {
+        let j = judge(
+            r#"{"answer": "Curie was born in Warsaw [S1] and won the Nobel Prize [S2].", "citations": ["S1"], "found": true}"#,
+        );
+        assert_eq!(j.status(), AnswerStatus::Answered);
+        assert_eq!(warnings(&j), [Warning::MarkerMismatch]);
+        assert!(j.warnings[0].detail.contains("marked but not cited: S2"));
+        let j = judge(
+            r#"{"answer": "Curie was born in Warsaw [S1].", "citations": ["S1", "S6"], "found": true}"#,
+        );
+        assert_eq!(warnings(&j), [Warning::MarkerMismatch]);
+        assert!(j.warnings[0].detail.contains("cited but never marked: S6"));
+        // Markers listing several sources count for each.
+        let j = judge(
+            r#"{"answer": "Curie was born in Warsaw, capital of Poland [S1, S6].", "citations": ["S1", "S6"], "found": true}"#,
+        );
+        assert!(j.warnings.is_empty(), "{j:?}");
+    }
+
+    #[test]
+    fn a_figure_in_no_cited_source_warns() {
+        let j = judge(
+            r#"{"answer": "Marie Curie was born in Warsaw in 1868 [S1].", "citations": ["S1"], "found": true}"#,
+        );
+        assert_eq!(j.status(), AnswerStatus::Answered);
+        assert_eq!(warnings(&j), [Warning::FigureNotInSources]);
+        assert!(j.warnings[0].detail.contains("1868"), "{j:?}");
+        // 1889 is in S5, which is not cited.
+        let j = judge(
+            r#"{"answer": "The tower in Paris was finished in 1889 [S4].", "citations": ["S4"], "found": true}"#,
+        );
+        assert_eq!(warnings(&j), [Warning::FigureNotInSources]);
+        // The marker's own number is not a figure.
+        let j = judge(
+            r#"{"answer": "The Eiffel Tower is located in Paris [S4].", "citations": ["S4"], "found": true}"#,
+        );
+        assert!(j.warnings.is_empty(), "{j:?}");
+    }
+
+    #[test]
+    fn warning_checks_reject_when_set_to_reject_and_rejecting_checks_demote() {
+        let mut c = AnswerConfig::default();
+        let reject = CheckSetting {
+            enabled: true,
+            severity: Severity::Reject,
+        };
+        c.set(AnswerCheck::FigureInSources, reject).unwrap();
+        let raw = br#"{"answer": "Marie Curie was born in Warsaw in 1868 [S1].", "citations": ["S1"], "found": true}"#;
+        let j = judge_answer(&c, &SOURCES, raw);
+        assert_eq!(reasons(&j), [Reason::Inconsistent]);
+
+        let mut c = AnswerConfig::default();
+        c.set(
+            AnswerCheck::Degenerate,
+            CheckSetting {
+                enabled: true,
+                severity: Severity::Warn,
+            },
+        )
+        .unwrap();
+        let j = judge_answer(
+            &c,
+            &SOURCES,
+            br#"{"answer": "Warsaw [S1]", "citations": ["S1"], "found": true}"#,
+        );
+        assert_eq!(j.status(), AnswerStatus::Answered);
+        assert_eq!(warnings(&j), [Warning::Demoted]);
+        assert_eq!(j.warnings[0].reason, Some(Reason::Degenerate));
+
+        let mut c = AnswerConfig::default();
+        c.set(
+            AnswerCheck::Abstention,
+            CheckSetting {
+                enabled: false,
+                severity: Severity::Reject,
+            },
+        )
+        .unwrap();
+        let j = judge_answer(
+            &c,
+            &SOURCES,
+            br#"{"answer": "No idea.", "citations": [], "found": false}"#,
+        );
+        assert_eq!(j.status(), AnswerStatus::Abstained);
+    }
+
+    #[test]
+    fn structural_checks_cannot_be_switched_off_or_demoted() {
+        let mut c = AnswerConfig::default();
+        for check in [AnswerCheck::HandleKnown, AnswerCheck::Cited] {
+            for setting in [
+                CheckSetting {
+                    enabled: false,
+                    severity: Severity::Reject,
+                },
+                CheckSetting {
+                    enabled: true,
+                    severity: Severity::Warn,
+                },
+            ] {
+                assert!(c.set(check, setting).is_err(), "{check}");
+            }
+        }
+    }
+
+    /// Fails if the shipped defaults stop rejecting any fatal answer check.
+    #[test]
+    fn the_default_configuration_rejects_on_every_fatal_check() {
+        let c = AnswerConfig::default();
+        for check in [
+            AnswerCheck::HandleKnown,
+            AnswerCheck::Cited,
+            AnswerCheck::Degenerate,
+            AnswerCheck::Abstention,
+        ] {
+            let s = c.setting(check);
+            assert!(s.enabled, "{check} is disabled by default");
+            assert_eq!(s.severity, Severity::Reject, "{check} does not reject");
+        }
+        for check in [AnswerCheck::MarkersMatch, AnswerCheck::FigureInSources] {
+            assert!(c.setting(check).enabled, "{check} is disabled by default");
+        }
+    }
+
+    #[test]
+    fn markers_are_found_without_taking_other_brackets() {
+        let (m, rest) = markers("a [S1] b [S2, S3] c [see note] d [S4");
+        assert_eq!(m, ["S1", "S2", "S3"]);
+        assert_eq!(rest, "a  b  c [see note] d [S4");
+        let (m, _) = markers("[S99][Sx]");
+        assert_eq!(m, ["S99"]);
+    }
+}

@@ -1,0 +1,473 @@
+//! `relata ask` and `relata serve` against a store filled by the real pipeline (extract and
+//! classify workers with the fake model), with the fake model scripted per question.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use relata_core::Task;
+use relata_testkit::{Behaviour, FakeOptions};
+use serde_json::Value;
+
+use crate::common::{CURIE_A, CURIE_B, Env, corpus_path, free_port, route, sample};
+
+/// Extraction and classification of the two Curie documents: claims in both, and a
+/// `contradicts` relation between them.
+fn options() -> FakeOptions {
+    FakeOptions {
+        models: vec!["fake-model".into()],
+        routes: vec![
+            route(
+                "Requested pairs",
+                r#"{"relations":[{"a":"C1","b":"C2","relation":"contradicts"},{"a":"C1","b":"C3","relation":"contradicts"},{"a":"C2","b":"C3","relation":"unrelated"}]}"#,
+            ),
+            route(
+                "physicist and chemist",
+                r#"{"entities":[{"name":"Marie Curie","type":"person"},{"name":"Pierre Curie","type":"person"}],
+                    "claims":[{"statement":"Marie Curie won the Nobel Prize in Physics in 1903","quote":"She won the Nobel Prize in Physics in 1903","subject":"Marie Curie"}]}"#,
+            ),
+            route(
+                "born in Warsaw",
+                r#"{"entities":[{"name":"Marie Curie","type":"person"},{"name":"Warsaw","type":"location"}],"claims":[{"statement":"Marie Curie was born in Warsaw in 1867","quote":"Marie Curie was born in Warsaw in 1867","subject":"Marie Curie"},{"statement":"Marie Curie never won a Nobel Prize in Physics","quote":"She never won any Nobel Prize in Physics","subject":"Marie Curie"}]}"#,
+            ),
+        ],
+        ..FakeOptions::default()
+    }
+}
+
+/// An environment whose store holds both documents and, `with_claims`, their claims and
+/// the relations between them (extracted and classified by worker processes).
+async fn filled(with_claims: bool) -> Env {
+    let env = Env::new(options(), vec![]).await;
+    env.write_doc("curie-a.txt", CURIE_A);
+    let corpus = env.write_doc("curie-b.md", CURIE_B);
+    let workers = with_claims.then(|| {
+        (
+            env.spawn_worker(Task::Extract),
+            env.spawn_worker(Task::Classify),
+        )
+    });
+    let out = env.relata(&["ingest", corpus_path(&corpus), "--source", "wiki"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if workers.is_some() {
+        env.wait_for_jobs(Task::Extract, 2, Duration::from_secs(60))
+            .await;
+        env.wait_for_jobs(Task::Classify, 1, Duration::from_secs(60))
+            .await;
+    }
+    drop(workers);
+    env
+}
+
+fn answer_requests(env: &Env) -> usize {
+    env.requests_mentioning("Question: ")
+}
+
+fn ask(env: &Env, question: &str) -> (Option<i32>, Value, String) {
+    let out = env.relata(&["ask", question, "--json"]);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let body = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (out.status.code(), body, stderr)
+}
+
+/// Every source's text is its document's bytes at its offsets (current revision).
+async fn assert_sources_resolve(env: &Env, body: &Value) {
+    let store = env.store().await;
+    let sources = body["sources"].as_array().unwrap();
+    for (i, s) in sources.iter().enumerate() {
+        assert_eq!(s["handle"], format!("S{}", i + 1));
+        let bytes: Vec<u8> = sqlx::query_scalar(
+            "SELECT substring(convert_to(r.text, 'UTF8') FROM $2 + 1 FOR $3 - $2)
+               FROM documents d JOIN document_revisions r ON r.id = d.current_revision_id
+              WHERE d.id = $1",
+        )
+        .bind(s["document_id"].as_i64().unwrap())
+        .bind(s["start"].as_i64().unwrap() as i32)
+        .bind(s["end"].as_i64().unwrap() as i32)
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+        assert_eq!(s["text"].as_str().unwrap().as_bytes(), bytes, "{s}");
+        for c in s["claims"].as_array().unwrap() {
+            let (qs, qe) = (
+                c["quote_start"].as_u64().unwrap(),
+                c["quote_end"].as_u64().unwrap(),
+            );
+            assert!(qs >= s["start"].as_u64().unwrap() && qe <= s["end"].as_u64().unwrap());
+        }
+    }
+}
+
+/// The stored `contradicts` relations between claims attached to the answer's sources.
+async fn expected_contradictions(env: &Env, body: &Value) -> Vec<(i64, i64)> {
+    let attached: Vec<i64> = body["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["claims"].as_array().unwrap().iter())
+        .map(|c| c["claim_id"].as_i64().unwrap())
+        .collect();
+    let store = env.store().await;
+    sqlx::query_as(
+        "SELECT claim_a, claim_b FROM claim_relations
+          WHERE relation = 'contradicts' AND claim_a = ANY($1) AND claim_b = ANY($1) ORDER BY id",
+    )
+    .bind(&attached)
+    .fetch_all(store.pool())
+    .await
+    .unwrap()
+}
+
+fn contradictions(body: &Value) -> Vec<(i64, i64)> {
+    body["contradictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["claims"][0].as_i64().unwrap(),
+                c["claims"][1].as_i64().unwrap(),
+            )
+        })
+        .collect()
+}
+
+fn caveat_reasons(body: &Value) -> Vec<String> {
+    body["caveats"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["reason"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// status, model, schema sha256, reasons of a stored answer.
+type AnswerRow = (String, Option<String>, Option<String>, Vec<String>);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_answers_abstains_and_degrades_without_ever_failing() {
+    let env = filled(true).await;
+    let question = "Did Marie Curie win the Nobel Prize in Physics?";
+
+    // Answered: the citation resolves to a source whose text is the document's bytes.
+    env.fake.push([Behaviour::completion(
+        r#"{"answer": "The sources disagree about whether Marie Curie won it [S1].", "citations": ["S1"], "found": true}"#,
+    )]);
+    let (code, body, stderr) = ask(&env, question);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(body["status"], "answered", "{body}");
+    assert_eq!(body["sufficient"], true);
+    assert_eq!(body["citations"], serde_json::json!(["S1"]));
+    assert_eq!(body["question"], question);
+    assert!(body["sources"].as_array().unwrap().len() >= 2, "{body}");
+    assert_sources_resolve(&env, &body).await;
+    let expected = expected_contradictions(&env, &body).await;
+    assert!(
+        !expected.is_empty(),
+        "the two documents' claims contradict: {body}"
+    );
+    assert_eq!(contradictions(&body), expected);
+    // What the model saw: handles and passages, never a database id.
+    let sent = env.fake.chat_requests();
+    let last = String::from_utf8_lossy(&sent.last().unwrap().body).into_owned();
+    assert!(last.contains("[S1]") && last.contains("[S2]"), "{last}");
+    assert!(last.contains("relata_answer_v1"), "{last}");
+
+    // `{"answer": "sufficient", "found": true, "citations": []}` degrades, for both reasons.
+    let before = answer_requests(&env);
+    env.fake.push([Behaviour::completion(
+        r#"{"answer": "sufficient", "found": true, "citations": []}"#,
+    )]);
+    let (code, body, stderr) = ask(&env, question);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(body["status"], "degraded", "{body}");
+    assert_eq!(body["sufficient"], false);
+    assert_eq!(body["answer"], Value::Null);
+    assert_eq!(body["citations"], serde_json::json!([]));
+    assert_eq!(caveat_reasons(&body), ["degenerate", "uncited_answer"]);
+    assert_sources_resolve(&env, &body).await;
+    assert_eq!(
+        contradictions(&body),
+        expected_contradictions(&env, &body).await
+    );
+    assert!(!contradictions(&body).is_empty());
+    assert_eq!(answer_requests(&env), before + 1, "asked exactly once");
+
+    // A fabricated citation: S99 when fewer were sent. Degraded, every source intact.
+    let before = answer_requests(&env);
+    env.fake.push([Behaviour::completion(
+        r#"{"answer": "Marie Curie won the prize in Physics [S99].", "citations": ["S99"], "found": true}"#,
+    )]);
+    let (code, body, stderr) = ask(&env, question);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(body["status"], "degraded", "{body}");
+    assert_eq!(caveat_reasons(&body), ["unknown_handle"]);
+    assert!(
+        body["caveats"][0]["detail"]
+            .as_str()
+            .unwrap()
+            .contains("S99")
+    );
+    assert_sources_resolve(&env, &body).await;
+    assert_eq!(answer_requests(&env), before + 1, "never re-asked");
+
+    // A valid abstention.
+    env.fake.push([Behaviour::completion(
+        r#"{"answer": "The sources do not answer this question.", "citations": [], "found": false}"#,
+    )]);
+    let (code, body, _) = ask(&env, question);
+    assert_eq!(code, Some(0));
+    assert_eq!(body["status"], "abstained", "{body}");
+    assert_eq!(body["sufficient"], false);
+
+    // Nothing retrieved: abstained without a model call, and it says so.
+    let before = env.fake.chat_requests().len();
+    let (code, body, stderr) = ask(&env, "xylophone zeppelin quasar");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(body["status"], "abstained", "{body}");
+    assert_eq!(body["sources"], serde_json::json!([]));
+    assert_eq!(caveat_reasons(&body), ["no_sources"]);
+    assert_eq!(
+        env.fake.chat_requests().len(),
+        before,
+        "the model was asked"
+    );
+
+    // The human output resolves citations to titles and quotes.
+    env.fake.push([Behaviour::completion(
+        r#"{"answer": "Marie Curie was born in Warsaw [S1].", "citations": ["S1"], "found": true}"#,
+    )]);
+    let out = env.relata(&["ask", "Where was Marie Curie born?"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("Marie Curie was born in Warsaw [S1]."),
+        "{text}"
+    );
+    assert!(text.contains("Sources:\n  [S1] "), "{text}");
+
+    // Every answer is recorded with its provenance; the no-source one has no call.
+    let store = env.store().await;
+    let rows: Vec<AnswerRow> =
+        sqlx::query_as("SELECT status, model, schema_sha256, reasons FROM answers ORDER BY id")
+            .fetch_all(store.pool())
+            .await
+            .unwrap();
+    let statuses: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(
+        statuses,
+        [
+            "answered",
+            "degraded",
+            "degraded",
+            "abstained",
+            "abstained",
+            "answered"
+        ]
+    );
+    assert_eq!(rows[0].1.as_deref(), Some("fake-model"));
+    assert_eq!(
+        rows[0].2.as_deref(),
+        Some(relata_core::ANSWER_V1.sha256().as_str())
+    );
+    assert_eq!(rows[1].3, ["degenerate", "uncited_answer"]);
+    assert_eq!(rows[4].1, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_exits_69_after_bounded_retries_when_the_model_is_unavailable() {
+    let mut env = filled(false).await;
+    env.set("RELATA_MODEL_RETRY_MAX_ATTEMPTS", "3");
+    let before = answer_requests(&env);
+    env.fake
+        .push((0..3).map(|_| Behaviour::error(503, "overloaded")));
+    let (code, body, stderr) = ask(&env, "Where was Marie Curie born?");
+    assert_eq!(code, Some(69), "{stderr}");
+    assert_eq!(body, Value::Null, "nothing on stdout");
+    assert!(stderr.contains("model is unavailable"), "{stderr}");
+    assert_eq!(answer_requests(&env), before + 3, "bounded retries");
+    // A bad question is a usage error, before anything is asked.
+    let (code, _, stderr) = ask(&env, " ");
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("question"), "{stderr}");
+    let store = env.store().await;
+    assert_eq!(
+        sqlx::query_scalar::<_, i64>("SELECT count(*) FROM answers")
+            .fetch_one(store.pool())
+            .await
+            .unwrap(),
+        0
+    );
+}
+
+/// A `relata serve` process.
+struct Server {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl Server {
+    async fn start(env: &Env) -> Server {
+        let port = free_port();
+        let child = env
+            .command(&["serve", "--addr", &format!("127.0.0.1:{port}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let s = Server { child, port };
+        for _ in 0..100 {
+            if s.request("GET", "/healthz", None).await.is_ok() {
+                return s;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("relata serve did not come up");
+    }
+
+    async fn request(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<&[u8]>,
+    ) -> std::io::Result<(u16, String)> {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", self.port)).await?;
+        let body = body.unwrap_or_default();
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        s.write_all(head.as_bytes()).await?;
+        // A server may answer (413) before the whole body is sent.
+        let _ = s.write_all(body).await;
+        let mut buf = Vec::new();
+        s.read_to_end(&mut buf).await?;
+        let text = String::from_utf8_lossy(&buf).into_owned();
+        let (head, rest) = text
+            .split_once("\r\n\r\n")
+            .ok_or_else(|| std::io::Error::other("no HTTP head"))?;
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        Ok((status, rest.to_owned()))
+    }
+
+    async fn post(&self, body: &str) -> (u16, Value) {
+        let (status, text) = self
+            .request("POST", "/v1/answers", Some(body.as_bytes()))
+            .await
+            .unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    fn terminate(mut self) -> Option<i32> {
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        for _ in 0..300 {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return s.code();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.child.kill();
+        panic!("relata serve did not stop on SIGTERM");
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_answers_over_http_and_refuses_bad_requests() {
+    let mut env = filled(false).await;
+    env.set("RELATA_MODEL_RETRY_MAX_ATTEMPTS", "2");
+    env.set("RELATA_MODEL_REQUEST_TIMEOUT_MS", "500");
+    let server = Server::start(&env).await;
+    assert_eq!(server.request("GET", "/readyz", None).await.unwrap().0, 200);
+
+    // Bad bodies: 400 naming the field; over 16 KiB: 413.
+    for (body, field) in [
+        (r#"{"question": "Where?", "extra": 1}"#, Some("extra")),
+        (r#"{"k": 3}"#, Some("question")),
+        (r#"{"question": "   "}"#, Some("question")),
+        (r#"{"question": "Where?", "k": 0}"#, Some("k")),
+        (r#"{"question": "Where?", "k": 21}"#, Some("k")),
+        ("not json", None),
+    ] {
+        let (status, v) = server.post(body).await;
+        assert_eq!(status, 400, "{body}: {v}");
+        assert!(v["error"].is_string(), "{v}");
+        if let Some(f) = field {
+            assert_eq!(v["field"], f, "{body}: {v}");
+        }
+    }
+    let long = format!(r#"{{"question": "{}"}}"#, "a".repeat(2_001));
+    let (status, v) = server.post(&long).await;
+    assert_eq!(
+        (status, v["field"].as_str()),
+        (400, Some("question")),
+        "{v}"
+    );
+    let huge = format!(r#"{{"question": "{}"}}"#, "a".repeat(17 * 1024));
+    assert_eq!(server.post(&huge).await.0, 413);
+    assert_eq!(answer_requests(&env), 0, "no bad request reached the model");
+
+    // A fabricated citation: 200 degraded, counted once on the metric, asked once.
+    env.fake.push([Behaviour::completion(
+        r#"{"answer": "Marie Curie won the prize in Physics [S99].", "citations": ["S99"], "found": true}"#,
+    )]);
+    let (status, v) = server
+        .post(r#"{"question": "Did Marie Curie win the Nobel Prize in Physics?", "k": 4}"#)
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["status"], "degraded");
+    assert_eq!(answer_requests(&env), 1);
+    assert!(v["sources"].as_array().unwrap().len() <= 4);
+    let (_, metrics) = server.request("GET", "/metrics", None).await.unwrap();
+    let labels = [("task", "answer"), ("reason", "unknown_handle")];
+    assert_eq!(
+        sample(&metrics, "relata_model_invalid_output_total", &labels),
+        1.0,
+        "{metrics}"
+    );
+    assert_eq!(
+        sample(&metrics, "relata_answers_total", &[("status", "degraded")]),
+        1.0
+    );
+
+    // Concurrent requests are all answered.
+    env.fake.push((0..6).map(|_| {
+        Behaviour::completion(
+            r#"{"answer": "Marie Curie was born in Warsaw [S1].", "citations": ["S1"], "found": true}"#,
+        )
+    }));
+    let q = r#"{"question": "Where was Marie Curie born?"}"#;
+    let results = futures::future::join_all((0..6).map(|_| server.post(q))).await;
+    for (status, v) in results {
+        assert_eq!(status, 200, "{v}");
+        assert_eq!(v["status"], "answered", "{v}");
+    }
+
+    // The model times out on every attempt: 504. A 5xx on every attempt: 502.
+    env.fake.push([Behaviour::hang(), Behaviour::hang()]);
+    let (status, v) = server.post(q).await;
+    assert_eq!(status, 504, "{v}");
+    env.fake
+        .push([Behaviour::error(500, "boom"), Behaviour::error(500, "boom")]);
+    let (status, v) = server.post(q).await;
+    assert_eq!(status, 502, "{v}");
+    assert!(v["error"].as_str().unwrap().contains("unavailable"), "{v}");
+
+    assert_eq!(server.terminate(), Some(0));
+}
