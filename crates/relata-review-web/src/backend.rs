@@ -3,88 +3,16 @@
 //! here is the same call `relata review` makes, so it meets the same conditions and
 //! writes the same evidence record.
 
-use std::fmt;
 use std::future::Future;
 use std::ops::Range;
-use std::str::FromStr;
 
 use chrono::{DateTime, Utc};
-
-/// What kind of row a candidate is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum CandidateKind {
-    Entity,
-    Claim,
-    Relation,
-}
-
-impl CandidateKind {
-    pub const ALL: &'static [CandidateKind] = &[
-        CandidateKind::Entity,
-        CandidateKind::Claim,
-        CandidateKind::Relation,
-    ];
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            CandidateKind::Entity => "entity",
-            CandidateKind::Claim => "claim",
-            CandidateKind::Relation => "relation",
-        }
-    }
-}
-
-impl FromStr for CandidateKind {
-    type Err = BadCandidateId;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        CandidateKind::ALL
-            .iter()
-            .copied()
-            .find(|k| k.as_str() == s)
-            .ok_or_else(|| BadCandidateId(s.to_owned()))
-    }
-}
-
-/// A candidate's id as users write it: `entity:3`, `claim:42`, `relation:7`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct CandidateId {
-    pub kind: CandidateKind,
-    pub id: i64,
-}
-
-/// A string that is not `entity:N`, `claim:N` or `relation:N`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("not a candidate id (expected entity:N, claim:N or relation:N): {0:?}")]
-pub struct BadCandidateId(pub String);
-
-impl FromStr for CandidateId {
-    type Err = BadCandidateId;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || BadCandidateId(s.chars().take(80).collect());
-        let (kind, id) = s.split_once(':').ok_or_else(bad)?;
-        let kind = kind.parse().map_err(|_| bad())?;
-        // Digits only: no sign, no spaces, so one id has one spelling.
-        if id.is_empty() || !id.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(bad());
-        }
-        let id = id.parse::<i64>().map_err(|_| bad())?;
-        if id == 0 {
-            return Err(bad());
-        }
-        Ok(CandidateId { kind, id })
-    }
-}
-
-impl fmt::Display for CandidateId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.kind.as_str(), self.id)
-    }
-}
+pub use relata_core::{CandidateId, Decision, RowKind};
 
 /// Which candidates to list: pending ones, oldest first.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ReviewFilter {
-    pub kind: Option<CandidateKind>,
+    pub kind: Option<RowKind>,
     /// A document source, exactly as ingested (`--source`).
     pub source: Option<String>,
     pub offset: u64,
@@ -119,8 +47,8 @@ pub struct ClaimView {
     /// The text of the chunk the quote was found in.
     pub chunk_text: String,
     /// The quote's UTF-8 byte range inside `chunk_text` (the stored offsets less the
-    /// chunk's start).
-    pub quote_in_chunk: Range<usize>,
+    /// chunk's start); `None` when the store could not place it there.
+    pub quote_in_chunk: Option<Range<usize>>,
 }
 
 /// An entity as a reviewer needs to see it.
@@ -163,22 +91,6 @@ pub struct Candidate {
     pub prompt_version: String,
     pub warnings: Vec<WarningView>,
     pub body: CandidateBody,
-}
-
-/// A reviewer's decision.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Decision {
-    Approve,
-    Reject,
-}
-
-impl Decision {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Decision::Approve => "approve",
-            Decision::Reject => "reject",
-        }
-    }
 }
 
 /// What became of one candidate of a decision.
@@ -263,44 +175,4 @@ pub trait ReviewBackend: Clone + Send + Sync + 'static {
 
     /// Verify the evidence log's hash chain.
     fn verify(&self) -> impl Future<Output = BackendResult<ChainStatus>> + Send;
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn candidate_ids_have_one_spelling() {
-        let id: CandidateId = "claim:42".parse().unwrap();
-        assert_eq!(
-            id,
-            CandidateId {
-                kind: CandidateKind::Claim,
-                id: 42
-            }
-        );
-        assert_eq!(id.to_string(), "claim:42");
-        assert_eq!(
-            "relation:7".parse::<CandidateId>().unwrap().kind,
-            CandidateKind::Relation
-        );
-        assert_eq!(
-            "entity:3".parse::<CandidateId>().unwrap().kind,
-            CandidateKind::Entity
-        );
-        for bad in [
-            "claim",
-            "claim:",
-            "claim:+1",
-            "claim: 1",
-            "person:1",
-            "claim:-1",
-            "claim:0",
-            "claim:1x",
-            ":1",
-            "claim:99999999999999999999",
-        ] {
-            assert!(bad.parse::<CandidateId>().is_err(), "{bad}");
-        }
-    }
 }

@@ -29,6 +29,7 @@
 pub mod auth;
 mod backend;
 mod pages;
+mod store;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -42,11 +43,12 @@ use axum::routing::{get, post};
 use maud::Markup;
 
 pub use backend::{
-    BackendError, BackendResult, BadCandidateId, Candidate, CandidateBody, CandidateId,
-    CandidateKind, CandidatePage, ChainStatus, ClaimView, DecideOutcome, Decision, EntityView,
-    HistoryEntry, ReviewBackend, ReviewFilter, WarningView,
+    BackendError, BackendResult, Candidate, CandidateBody, CandidateId, CandidatePage, ChainStatus,
+    ClaimView, DecideOutcome, Decision, EntityView, HistoryEntry, ReviewBackend, ReviewFilter,
+    RowKind, WarningView,
 };
 pub use pages::QueueView;
+pub use store::{MAX_QUEUE_DEPTH, StoreBackend};
 
 use auth::{Flash, Session, Sessions, SignInLimiter};
 

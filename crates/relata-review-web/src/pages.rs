@@ -6,14 +6,14 @@ use maud::{DOCTYPE, Markup, html};
 
 use crate::auth::Flash;
 use crate::backend::{
-    Candidate, CandidateBody, CandidateKind, ChainStatus, ClaimView, EntityView, HistoryEntry,
+    Candidate, CandidateBody, ChainStatus, ClaimView, EntityView, HistoryEntry, RowKind,
     WarningView,
 };
 
 /// Where a decision form returns to: the queue's filter and page.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct QueueView {
-    pub kind: Option<CandidateKind>,
+    pub kind: Option<RowKind>,
     pub source: Option<String>,
     pub page: u64,
 }
@@ -125,19 +125,19 @@ fn warning_words(w: &WarningView) -> String {
 /// inside the text (which the store's trigger rules out) show the text unmarked, with a
 /// note, rather than guessing.
 fn chunk_with_quote(c: &ClaimView) -> Markup {
-    let r = &c.quote_in_chunk;
-    let parts = c
-        .chunk_text
-        .get(..r.start)
-        .zip(c.chunk_text.get(r.start..r.end))
-        .zip(c.chunk_text.get(r.end..));
+    let parts = c.quote_in_chunk.as_ref().and_then(|r| {
+        c.chunk_text
+            .get(..r.start)
+            .zip(c.chunk_text.get(r.start..r.end))
+            .zip(c.chunk_text.get(r.end..))
+    });
     html! {
         @match parts {
             Some(((before, quote), after)) => {
                 blockquote.chunk { (before) mark.quote { (quote) } (after) }
             }
             None => {
-                p.flash.refused { "The stored offsets do not fall inside this chunk; the quote is shown on its own." }
+                p.stale { "The stored offsets do not fall inside this chunk; the quote is shown on its own." }
                 blockquote.chunk { mark.quote { (c.quote) } }
             }
         }
@@ -250,7 +250,7 @@ pub fn queue(p: &QueuePage<'_>) -> Markup {
                 label { "Kind "
                     select name="kind" {
                         option value="" selected[p.view.kind.is_none()] { "all" }
-                        @for k in CandidateKind::ALL {
+                        @for k in RowKind::ALL {
                             option value=(k.as_str()) selected[p.view.kind == Some(*k)] { (k.as_str()) }
                         }
                     }

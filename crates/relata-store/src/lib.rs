@@ -79,8 +79,9 @@ pub use jobs::{classify_job_id, extract_job_id};
 pub use lock::{LockHolder, RunLock, lock_key};
 pub use normalize::normalize_name;
 pub use promotion::{
-    CandidateCount, CandidateDetail, Decided, EvidenceRecord, PendingSummary, PromoteSummary,
-    Refusal, RefusalReason, ReviewCandidate, ReviewFilter, VerifyProblem, VerifyReport,
+    CandidateCount, CandidateDetail, Decided, DocumentHeading, EvidenceRecord, PendingSummary,
+    PromoteSummary, Refusal, RefusalReason, ReviewCandidate, ReviewFilter, VerifyProblem,
+    VerifyReport,
 };
 /// Dead-letter reasons are relata-core's closed set (also the queue's header and label).
 pub use relata_core::DeadReason;

@@ -1194,3 +1194,42 @@ fn review_candidate(r: &PgRow) -> Result<ReviewCandidate> {
         row: r.try_get(9)?,
     })
 }
+
+/// How a document is named on the review page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DocumentHeading {
+    pub source: String,
+    pub external_id: String,
+    pub title: Option<String>,
+}
+
+impl Store {
+    /// A document's source, external id and title, for a candidate's card on the review
+    /// page; `None` when there is no such document.
+    pub async fn document_heading(&self, document_id: i64) -> Result<Option<DocumentHeading>> {
+        let row: Option<(String, String, Option<String>)> =
+            sqlx::query_as("SELECT source, external_id, title FROM documents WHERE id = $1")
+                .bind(document_id)
+                .fetch_optional(&self.pool)
+                .await?;
+        Ok(row.map(|(source, external_id, title)| DocumentHeading {
+            source,
+            external_id,
+            title,
+        }))
+    }
+
+    /// The evidence records of reviewers' decisions (not the policy's), newest first:
+    /// the review page's history.
+    pub async fn reviewer_decisions(&self, offset: i64, limit: i64) -> Result<Vec<EvidenceRecord>> {
+        let rows = sqlx::query(concat!(
+            evidence_select!(),
+            " WHERE actor_kind = 'reviewer' ORDER BY seq DESC OFFSET $1 LIMIT $2"
+        ))
+        .bind(offset.max(0))
+        .bind(limit.max(0))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(evidence_record).collect()
+    }
+}

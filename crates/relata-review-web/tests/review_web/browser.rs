@@ -1,6 +1,7 @@
 //! The page in headless Chromium, driven over WebDriver by chromedriver: sign in, approve
 //! with the keyboard, reject with a note, see both in the history and the chain verified,
-//! and check that markup in a document neither renders nor runs. Screenshots of the queue,
+//! and check that markup in a document neither renders nor runs, all over the real
+//! promotion store on the real PostgreSQL. Screenshots of the queue,
 //! one candidate and the history are written under the test's output directory
 //! (`target/tmp/review-web/`).
 //!
@@ -14,10 +15,10 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use fantoccini::{Client, ClientBuilder, Locator};
-use relata_review_web::{ReviewBackend, ReviewWebConfig, router};
+use relata_review_web::{ReviewBackend, ReviewWebConfig, auth, router};
 use serde_json::json;
 
-use crate::memory::{Memory, claim};
+use crate::store::{backend, claim_in, db, hold_claims};
 
 /// A chromedriver child process on a free port, killed when dropped.
 struct Driver {
@@ -100,36 +101,40 @@ async fn text(c: &Client, css: &str) -> String {
         .unwrap()
 }
 
-const TOKEN: &str = "rlt_5f0c4e1b2a3d4c5b6a798877665544332211ffeeddccbbaa0099887766554433";
-
 #[tokio::test]
 #[ignore = "needs chromium and chromedriver; run by scripts/test's browser pass"]
 async fn browser_review_sign_in_approve_reject_and_history() {
-    let m = Memory::default().with_token("ada", TOKEN);
-    let chunk = "Ada Lovelace was an English mathematician. In 1843 she published the first algorithm intended for a machine, Charles Babbage's Analytical Engine.";
-    m.add(claim(
-        1,
+    let db = db().await;
+    let s = &db.store;
+    let para = "Ada Lovelace was an English mathematician. In 1843 she published the first algorithm intended for a machine, Charles Babbage's Analytical Engine.";
+    let first = claim_in(
+        s,
+        "ada-lovelace",
+        "Ada Lovelace",
+        para,
+        "Ada Lovelace",
         "Ada Lovelace was an English mathematician.",
-        chunk,
-        "Ada Lovelace was an English mathematician.",
-    ));
-    m.add(claim(
-        2,
-        "Ada Lovelace published the first algorithm in 1843.",
-        chunk,
-        "In 1843 she published the first algorithm intended for a machine",
-    ));
-    let hostile = r#"A page that says <script>window.pwned = 1</script> and "><img src=x onerror="window.pwned = 2"> out loud."#;
-    m.add(claim(
-        3,
-        "The page says <b>something</b>.",
+    )
+    .await;
+    let second = claim_in(s, "grace-hopper", "Grace Hopper", "Grace Hopper was an American computer scientist. She led the team that built the first compiler for a computer language.", "Grace Hopper", "Grace Hopper was an American computer scientist.").await;
+    let hostile = r#"Eve Mallory wrote a page. It says <script>window.pwned = 1</script> and "><img src=x onerror="window.pwned = 2"> out loud."#;
+    let third = claim_in(
+        s,
+        "eve",
+        r#"<img src=x onerror="window.pwned = 3">"#,
         hostile,
-        r#""><img src=x onerror="window.pwned = 2">"#,
-    ));
-    let base = serve(m.clone()).await;
+        "Eve Mallory",
+        "Eve Mallory wrote a page.",
+    )
+    .await;
+    hold_claims(s).await;
+    let token = auth::new_token();
+    s.issue_review_token("Ada Lovelace", &token).await.unwrap();
+    let base = serve(backend(s)).await;
     let d = driver().await;
     let c = browser(&d).await;
     let out = shots();
+    let card = |id: i64| format!("#c-claim-{id}");
 
     // Unauthenticated: sent to sign in.
     c.goto(&format!("{base}/review")).await.unwrap();
@@ -137,13 +142,13 @@ async fn browser_review_sign_in_approve_reject_and_history() {
     c.find(Locator::Css("input[name=name]"))
         .await
         .unwrap()
-        .send_keys("ada")
+        .send_keys("Ada Lovelace")
         .await
         .unwrap();
     c.find(Locator::Css("input[name=secret]"))
         .await
         .unwrap()
-        .send_keys(TOKEN)
+        .send_keys(&token)
         .await
         .unwrap();
     c.find(Locator::Css("section.login button[type=submit]"))
@@ -157,7 +162,7 @@ async fn browser_review_sign_in_approve_reject_and_history() {
         .await
         .unwrap();
     assert_eq!(c.current_url().await.unwrap().path(), "/review");
-    assert!(text(&c, "header.top .who").await.contains("ada"));
+    assert!(text(&c, "header.top .who").await.contains("Ada Lovelace"));
     assert_eq!(
         c.find_all(Locator::Css("article.candidate"))
             .await
@@ -166,14 +171,19 @@ async fn browser_review_sign_in_approve_reject_and_history() {
         3
     );
     assert_eq!(
-        text(&c, "#c-claim-1 mark.quote").await,
+        text(&c, &format!("{} mark.quote", card(first))).await,
         "Ada Lovelace was an English mathematician."
     );
     // The hostile document shows as text, and nothing in it ran.
     assert!(
-        text(&c, "#c-claim-3 blockquote.chunk")
+        text(&c, &format!("{} blockquote.chunk", card(third)))
             .await
             .contains("<script>window.pwned = 1</script>")
+    );
+    assert!(
+        text(&c, &format!("{} span.doc", card(third)))
+            .await
+            .contains("onerror")
     );
     assert_eq!(
         c.execute("return typeof window.pwned;", vec![])
@@ -182,15 +192,12 @@ async fn browser_review_sign_in_approve_reject_and_history() {
         json!("undefined")
     );
     assert_eq!(
-        c.find_all(Locator::Css("#c-claim-3 img"))
-            .await
-            .unwrap()
-            .len(),
+        c.find_all(Locator::Css("article img")).await.unwrap().len(),
         0
     );
     std::fs::write(out.join("queue.png"), c.screenshot().await.unwrap()).unwrap();
 
-    // The keyboard: app.js focuses the first card; `a` approves it.
+    // The keyboard: app.js focuses the oldest card; `a` approves it.
     c.wait()
         .for_element(Locator::Css("article.candidate.focused"))
         .await
@@ -205,7 +212,11 @@ async fn browser_review_sign_in_approve_reject_and_history() {
         .for_element(Locator::Css("p.flash.ok"))
         .await
         .unwrap();
-    assert!(text(&c, "p.flash.ok").await.contains("Approved claim:1"));
+    assert!(
+        text(&c, "p.flash.ok")
+            .await
+            .contains(&format!("Approved claim:{first}"))
+    );
     assert_eq!(
         c.find_all(Locator::Css("article.candidate"))
             .await
@@ -215,7 +226,7 @@ async fn browser_review_sign_in_approve_reject_and_history() {
     );
 
     // One candidate on its own page: reject it with a note.
-    c.goto(&format!("{base}/review/candidate/claim:2"))
+    c.goto(&format!("{base}/review/candidate/claim:{second}"))
         .await
         .unwrap();
     c.wait()
@@ -242,7 +253,7 @@ async fn browser_review_sign_in_approve_reject_and_history() {
     c.find(Locator::Css("input.note"))
         .await
         .unwrap()
-        .send_keys("the quote does not give the year")
+        .send_keys("a job title, not a claim about her work")
         .await
         .unwrap();
     c.find(Locator::Css("button.reject"))
@@ -255,9 +266,14 @@ async fn browser_review_sign_in_approve_reject_and_history() {
         .for_element(Locator::Css("p.flash.ok"))
         .await
         .unwrap();
-    assert!(text(&c, "p.flash.ok").await.contains("Rejected claim:2"));
+    assert!(
+        text(&c, "p.flash.ok")
+            .await
+            .contains(&format!("Rejected claim:{second}"))
+    );
 
-    // The history: both decisions, by the signed-in reviewer, and the chain verified.
+    // The history: both decisions, by the signed-in reviewer, and the chain verified by
+    // the store.
     c.find(Locator::LinkText("History"))
         .await
         .unwrap()
@@ -269,22 +285,23 @@ async fn browser_review_sign_in_approve_reject_and_history() {
         .await
         .unwrap();
     let chain = text(&c, "p.chain").await;
-    assert!(chain.starts_with("Evidence chain verified"), "{chain}");
+    let records = s.evidence_verify().await.unwrap().records;
+    assert!(
+        chain.starts_with(&format!("Evidence chain verified: {records} records")),
+        "{chain}"
+    );
     let rows = text(&c, "table.history tbody").await;
     assert!(
-        rows.contains("claim:1") && rows.contains("approve"),
+        rows.contains(&format!("claim:{first}")) && rows.contains("approve"),
         "{rows}"
     );
     assert!(
-        rows.contains("claim:2")
+        rows.contains(&format!("claim:{second}"))
             && rows.contains("reject")
-            && rows.contains("the quote does not give the year"),
+            && rows.contains("a job title, not a claim about her work"),
         "{rows}"
     );
-    assert_eq!(
-        m.decisions().iter().filter(|d| d.reviewer == "ada").count(),
-        2
-    );
+    assert_eq!(rows.matches("Ada Lovelace").count(), 2, "{rows}");
     std::fs::write(out.join("history.png"), c.screenshot().await.unwrap()).unwrap();
 
     c.close().await.unwrap();

@@ -12,14 +12,14 @@ use crate::memory::{Memory, claim, relation};
 
 const TOKEN: &str = "rlt_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
-struct Res {
-    status: StatusCode,
-    headers: axum::http::HeaderMap,
-    body: String,
+pub(crate) struct Res {
+    pub status: StatusCode,
+    pub headers: axum::http::HeaderMap,
+    pub body: String,
 }
 
 impl Res {
-    fn location(&self) -> &str {
+    pub fn location(&self) -> &str {
         self.headers
             .get(header::LOCATION)
             .map(|v| v.to_str().unwrap())
@@ -27,7 +27,7 @@ impl Res {
     }
 }
 
-async fn send(app: &Router, req: Request<Body>) -> Res {
+pub(crate) async fn send(app: &Router, req: Request<Body>) -> Res {
     let res = app.clone().oneshot(req).await.unwrap();
     let status = res.status();
     let headers = res.headers().clone();
@@ -40,7 +40,7 @@ async fn send(app: &Router, req: Request<Body>) -> Res {
     }
 }
 
-fn get(path: &str, cookie: Option<&str>) -> Request<Body> {
+pub(crate) fn get(path: &str, cookie: Option<&str>) -> Request<Body> {
     let mut b = Request::get(path);
     if let Some(c) = cookie {
         b = b.header(header::COOKIE, c);
@@ -48,7 +48,12 @@ fn get(path: &str, cookie: Option<&str>) -> Request<Body> {
     b.body(Body::empty()).unwrap()
 }
 
-fn post(path: &str, cookie: Option<&str>, form: &[(&str, &str)], from: &str) -> Request<Body> {
+pub(crate) fn post(
+    path: &str,
+    cookie: Option<&str>,
+    form: &[(&str, &str)],
+    from: &str,
+) -> Request<Body> {
     let body = form_urlencoded::Serializer::new(String::new())
         .extend_pairs(form)
         .finish();
@@ -84,7 +89,7 @@ fn setup() -> (Memory, Router) {
 }
 
 /// Sign in and return the cookie header value and this session's CSRF token.
-async fn sign_in(app: &Router, name: &str, token: &str) -> (String, String) {
+pub(crate) async fn sign_in(app: &Router, name: &str, token: &str) -> (String, String) {
     let res = send(
         app,
         post(
@@ -108,7 +113,7 @@ async fn sign_in(app: &Router, name: &str, token: &str) -> (String, String) {
     (cookie, csrf_of(&page.body))
 }
 
-fn csrf_of(html: &str) -> String {
+pub(crate) fn csrf_of(html: &str) -> String {
     let at =
         html.find(r#"name="csrf" value=""#).expect("a csrf field") + r#"name="csrf" value=""#.len();
     html[at..].split('"').next().unwrap().to_owned()
@@ -563,7 +568,7 @@ async fn history_shows_decisions_and_whether_the_chain_verifies() {
             &format!(
                 "/review/candidate/{}",
                 CandidateId {
-                    kind: relata_review_web::CandidateKind::Claim,
+                    kind: relata_review_web::RowKind::Claim,
                     id: 1
                 }
             ),

@@ -7,3 +7,4 @@
 mod browser;
 mod http;
 mod memory;
+mod store;

@@ -57,14 +57,14 @@ pub fn claim_view(id: i64, statement: &str, chunk: &str, quote: &str) -> ClaimVi
         source: "wiki".to_owned(),
         external_id: format!("doc-{id}"),
         chunk_text: chunk.to_owned(),
-        quote_in_chunk: start..start + quote.len(),
+        quote_in_chunk: Some(start..start + quote.len()),
     }
 }
 
 pub fn claim(id: i64, statement: &str, chunk: &str, quote: &str) -> Candidate {
     Candidate {
         id: CandidateId {
-            kind: relata_review_web::CandidateKind::Claim,
+            kind: relata_review_web::RowKind::Claim,
             id,
         },
         pending: true,
@@ -211,7 +211,7 @@ pub fn relation(id: i64, a: &Candidate, b: &Candidate) -> Candidate {
     };
     Candidate {
         id: CandidateId {
-            kind: relata_review_web::CandidateKind::Relation,
+            kind: relata_review_web::RowKind::Relation,
             id,
         },
         pending: true,
