@@ -177,11 +177,22 @@ pub async fn serve(config: &Config, args: ServeArgs) -> Result<u8> {
             ..relata_answer::server::ServeConfig::default()
         },
     );
+    // The review page beside the answers: its own routes, sessions and headers.
+    let review = relata_review_web::router(
+        relata_review_web::StoreBackend::new(
+            crate::pipeline::store(config).await?,
+            config.reviewers()?,
+        ),
+        relata_review_web::ReviewWebConfig {
+            secure_cookies: config.review.secure_cookies,
+        },
+    );
+    let router = router.merge(review);
     let listener = tokio::net::TcpListener::bind(args.addr)
         .await
         .with_context(|| format!("cannot listen on {}", args.addr))?;
     let bound = listener.local_addr()?;
-    tracing::info!(%bound, "serving POST /v1/answers, /healthz, /readyz, /metrics");
+    tracing::info!(%bound, "serving POST /v1/answers, /healthz, /readyz, /metrics, the review page at /review");
     relata_answer::server::serve(listener, router, crate::signal::shutdown())
         .await
         .context("serving HTTP")?;

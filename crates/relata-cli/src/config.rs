@@ -63,6 +63,8 @@ pub struct ReviewConfig {
     pub promote_interval_ms: u64,
     /// Candidates of each kind judged per promoter transaction.
     pub promote_batch: u32,
+    /// Mark the review page's session cookie `Secure` (the page is reached over TLS).
+    pub secure_cookies: bool,
 }
 
 impl Default for ReviewConfig {
@@ -72,6 +74,7 @@ impl Default for ReviewConfig {
             stale_after_hours: 24,
             promote_interval_ms: 2_000,
             promote_batch: 500,
+            secure_cookies: false,
         }
     }
 }

@@ -61,6 +61,13 @@ pub enum ReviewCommand {
         #[arg(long)]
         note: String,
     },
+    /// Issue a sign-in token for the review page (`relata serve`, `/review`) and print it
+    /// once. Only its sha256 is stored; issuing a new one revokes the reviewer's old one.
+    Token {
+        /// The reviewer: a name from `[review] reviewers` / RELATA_REVIEWERS.
+        #[arg(long)]
+        by: String,
+    },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -94,6 +101,7 @@ pub async fn review(config: &Config, cmd: ReviewCommand) -> Result<u8> {
             json,
         } => return list(config, kind, source, state, limit, json).await,
         ReviewCommand::Show { id, json } => return show(config, id, json).await,
+        ReviewCommand::Token { by } => return token(config, &by).await,
         ReviewCommand::Approve { ids, by, note } => (Decision::Approve, ids, by, note),
         ReviewCommand::Reject { ids, by, note } => (Decision::Reject, ids, by, Some(note)),
     };
@@ -352,5 +360,25 @@ pub async fn promote(config: &Config, json: bool) -> Result<u8> {
             outln!("{k:<9} {d:<7} {n}")?;
         }
     }
+    Ok(0)
+}
+
+/// `relata review token --by NAME`: a new sign-in token for the review page, printed once
+/// on standard output (the notice goes to standard error, so the token can be piped).
+async fn token(config: &Config, by: &str) -> Result<u8> {
+    let reviewer = config
+        .reviewers()?
+        .get(by)
+        .map_err(|e| anyhow::anyhow!("--by: {e}"))?;
+    let store = store(config).await?;
+    let token = relata_review_web::auth::new_token();
+    store
+        .issue_review_token(reviewer.name(), &token)
+        .await
+        .context("storing the token's hash")?;
+    eprintln!(
+        "sign-in token for {reviewer} (shown once; any earlier token of {reviewer} no longer works):"
+    );
+    outln!("{token}")?;
     Ok(0)
 }
