@@ -95,7 +95,7 @@ async fn the_policy_promotes_clean_rows_and_holds_warned_and_contested_ones_for_
         .await
         .unwrap();
     let job = &jobs[0];
-    let pairs = job.pairs.clone().unwrap();
+    let pairs = job.input.pairs().unwrap().to_vec();
     assert!(pairs.contains(&(a, b)), "{pairs:?}");
     let claims = s.load_claims_for_pairs(&pairs).await.unwrap();
     let mut handle_map = BTreeMap::new();
