@@ -878,8 +878,10 @@ mod tests {
 
     #[test]
     fn every_store_pool_honours_the_connection_setting() {
-        let mut config = Config::default();
-        config.database_max_connections = 1;
+        let mut config = Config {
+            database_max_connections: 1,
+            ..Config::default()
+        };
         assert_eq!(config.store_options().max_connections, 1);
         assert_eq!(config.promoter_store_options().max_connections, 1);
         config.database_max_connections = 40;
