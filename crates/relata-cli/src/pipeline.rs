@@ -21,11 +21,7 @@ use crate::config::Config;
 use crate::out::outln;
 
 async fn connect_store(config: &Config) -> Result<Store> {
-    let options = relata_store::StoreOptions {
-        max_connections: config.database_max_connections,
-        ..relata_store::StoreOptions::default()
-    };
-    Store::connect_with(&config.database_url, &options)
+    Store::connect_with(&config.database_url, &config.store_options())
         .await
         .with_context(|| {
             format!(
@@ -229,7 +225,7 @@ pub async fn worker(config: &Config, args: WorkerArgs) -> Result<u8> {
     settings.exit_when_idle = args.exit_when_idle.map(Duration::from_secs);
     let model_config = config.model()?;
     let gate = config.gate()?;
-    let addr = config.metrics_addr()?;
+    let addr = config.metrics_addr;
 
     let policy = config.policy()?;
     let mut registry = Registry::default();
@@ -250,27 +246,22 @@ pub async fn worker(config: &Config, args: WorkerArgs) -> Result<u8> {
     // The promoter has its own small pool: its transactions never take a connection a
     // commit is waiting for, and its failures never reach the job loop.
     let promoter = if config.review.promoter {
-        let promoter_store = Store::connect_with(
-            &config.database_url,
-            &relata_store::StoreOptions {
-                max_connections: 2,
-                ..relata_store::StoreOptions::default()
-            },
-        )
-        .await
-        .with_context(|| {
-            format!(
-                "cannot connect to PostgreSQL at {}",
-                redact_url(&config.database_url)
-            )
-        })?;
+        let promoter_store =
+            Store::connect_with(&config.database_url, &config.promoter_store_options())
+                .await
+                .with_context(|| {
+                    format!(
+                        "cannot connect to PostgreSQL at {}",
+                        redact_url(&config.database_url)
+                    )
+                })?;
         let promoter = relata_worker::Promoter::new(
             promoter_store,
             policy,
             relata_worker::PromoterSettings {
-                interval: Duration::from_millis(config.review.promote_interval_ms),
+                interval: config.review.promote_interval_ms.duration(),
                 batch: i64::from(config.review.promote_batch),
-                stale_after: Duration::from_secs(config.review.stale_after_hours * 3600),
+                stale_after: config.review.stale_after_hours.duration(),
             },
             promotion_metrics,
         );
