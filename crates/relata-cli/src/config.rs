@@ -147,6 +147,10 @@ pub struct ReviewConfig {
     pub promote_interval_ms: Millis,
     /// Candidates of each kind judged per promoter transaction.
     pub promote_batch: u32,
+    /// Whether this worker runs a promoter beside its job loop. Off, its candidates wait
+    /// for another worker's promoter or `relata promote` (a fleet may keep one promoter,
+    /// and `relata-bench overhead --no-promoter` measures the pipeline without it).
+    pub promoter: bool,
     /// Mark the review page's session cookie `Secure` (the page is reached over TLS).
     pub secure_cookies: bool,
 }
@@ -158,6 +162,7 @@ impl Default for ReviewConfig {
             stale_after_hours: Hours::new(24),
             promote_interval_ms: Millis::from_ms(2_000),
             promote_batch: 500,
+            promoter: true,
             secure_cookies: false,
         }
     }
@@ -431,6 +436,7 @@ impl Config {
             &mut config.review.promote_interval_ms,
         )?;
         env_value("RELATA_PROMOTE_BATCH", &mut config.review.promote_batch)?;
+        env_value("RELATA_PROMOTER", &mut config.review.promoter)?;
         // The model's settings are typed here too, so a bad one stops every command, not
         // only those that call the model; whether the required ones are there (URL, name,
         // key) is asked by the commands that need them (`Config::model`).
@@ -782,6 +788,19 @@ mod tests {
             std::fs::remove_file(&path).unwrap();
             assert!(err.contains(needle), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn the_promoter_is_on_unless_switched_off_and_the_switch_is_a_boolean() {
+        assert!(Config::default().review.promoter);
+        let path = file("[review]\npromoter = false\n");
+        let config = Config::load(Some(&path)).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert!(!config.review.promoter);
+        let path = file("[review]\npromoter = \"off\"\n");
+        let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
+        std::fs::remove_file(&path).unwrap();
+        assert!(err.contains("key promoter"), "{err}");
     }
 
     #[test]

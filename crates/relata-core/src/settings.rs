@@ -64,6 +64,13 @@ macro_rules! whole_numbers {
 }
 whole_numbers!(u16, u32, u64, usize);
 
+impl SettingValue for bool {
+    const EXPECTED: &'static str = "true or false";
+    fn from_setting(text: &str) -> Option<Self> {
+        text.parse().ok()
+    }
+}
+
 impl SettingValue for f64 {
     const EXPECTED: &'static str = "a number";
     fn from_setting(text: &str) -> Option<Self> {
@@ -214,6 +221,12 @@ mod tests {
         assert_eq!(e.to_string(), r#"RELATA_N: "ten" is not a whole number"#);
         let e = parse::<u16>("RELATA_N", "70000").unwrap_err();
         assert!(e.to_string().contains("is not a whole number"), "{e}");
+        let e = parse::<bool>("RELATA_SWITCH", "off").unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            r#"RELATA_SWITCH: "off" is not true or false"#
+        );
+        assert_eq!(parse::<bool>("RELATA_SWITCH", " false ").ok(), Some(false));
         let e = parse::<f64>("RELATA_SHARE", "NaN").unwrap_err();
         assert_eq!(e.to_string(), r#"RELATA_SHARE: "NaN" is not a number"#);
         let e = parse::<SocketAddr>("RELATA_ADDR", "localhost").unwrap_err();
