@@ -58,7 +58,7 @@ impl std::str::FromStr for Dialect {
                 name: "RELATA_MODEL_DIALECT",
                 problem: format!(
                     "{:?} is not a dialect; expected json_schema, json_object_schema or none",
-                    s.chars().take(40).collect::<String>()
+                    relata_core::text::head_chars(s, 40).0
                 ),
             })
     }
