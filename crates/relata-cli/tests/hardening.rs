@@ -58,6 +58,8 @@ fn numbers_beyond_their_range_are_usage_errors_not_panics() {
             "0.001 to 100000",
         ),
         (&["worker", "extract", "--concurrency", "0"][..], "1..=1024"),
+        (&["serve", "--max-concurrency", "0"][..], "1..=65535"),
+        (&["serve", "--request-timeout-secs", "0"][..], "1..=86400"),
     ] {
         assert_refused(&relata(args, &[]), needle);
     }
@@ -134,6 +136,8 @@ fn each_kind_of_bad_setting_stops_start_up_naming_the_variable() {
             "retry",
             "RELATA_WORKER_ON_PROVIDER_REFUSAL: ",
         ),
+        ("RELATA_QUEUE_PREFIX", "has space", "RELATA_QUEUE_PREFIX"),
+        ("RELATA_RETRY_DELAYS_MS", "5000,5000", "listed twice"),
     ] {
         // `status` calls no model and needs no worker setting: a bad value stops it all
         // the same, before anything connects.
