@@ -1,6 +1,7 @@
 //! The reliability suite: scenarios that break things mid-run, and what the ledger says
 //! afterwards. One row per scenario; every row must show 0 duplicates and 0 lost.
 
+use std::collections::BTreeMap;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
@@ -37,7 +38,6 @@ struct Scenario {
 #[derive(Debug, Default)]
 struct Row {
     name: &'static str,
-    docs: usize,
     jobs_in: i64,
     committed: i64,
     dead: Vec<(String, i64)>,
@@ -64,11 +64,44 @@ pub async fn run(relata: &std::path::Path, size: Size, only: Option<&str>) -> Re
         Size::Small => Duration::from_secs(120),
         Size::Large => Duration::from_secs(900),
     };
+    print_header();
+    let mut failed = 0;
+    let mut passed = 0;
+    for s in scenarios() {
+        if only.is_some_and(|o| o != s.name) {
+            continue;
+        }
+        let row = match scenario(relata, &s, docs, kills, within).await {
+            Ok(r) => r,
+            Err(e) => Row {
+                name: s.name,
+                why: vec![format!("error: {e:#}")],
+                ..Row::default()
+            },
+        };
+        if row.ok {
+            passed += 1;
+        } else {
+            failed += 1;
+        }
+        print_row(&row);
+    }
+    println!("done; load average {}", crate::world::loadavg());
+    // The plain closing line CI runners recognise.
+    println!("reliability: {passed} passed, {failed} failed");
+    if failed > 0 {
+        bail!("{failed} scenario(s) failed");
+    }
+    Ok(())
+}
+
+/// Every scenario, in the order they run.
+fn scenarios() -> [Scenario; 6] {
     let slow = |ms| Mode::Grounded {
         rows: 10,
         delay: Duration::from_millis(ms),
     };
-    let scenarios = [
+    [
         Scenario {
             name: "sigkill_workers",
             mode: slow(250),
@@ -102,7 +135,10 @@ pub async fn run(relata: &std::path::Path, size: Size, only: Option<&str>) -> Re
             mode: Mode::Invalid,
             disrupt: Disrupt::None,
         },
-    ];
+    ]
+}
+
+fn print_header() {
     println!(
         "{:<24} {:>7} {:>7} {:>9} {:>5} {:>5} {:>8} {:>8} {:>7}  {:<6} dead letters / events",
         "scenario",
@@ -116,62 +152,37 @@ pub async fn run(relata: &std::path::Path, size: Size, only: Option<&str>) -> Re
         "secs",
         "result"
     );
-    let mut failed = 0;
-    let mut passed = 0;
-    for s in scenarios {
-        if only.is_some_and(|o| o != s.name) {
-            continue;
-        }
-        let row = match scenario(relata, &s, docs, kills, within).await {
-            Ok(r) => r,
-            Err(e) => Row {
-                name: s.name,
-                why: vec![format!("error: {e:#}")],
-                ..Row::default()
-            },
-        };
-        if row.ok {
-            passed += 1;
+}
+
+fn print_row(row: &Row) {
+    let dead = row
+        .dead
+        .iter()
+        .map(|(r, n)| format!("{r}={n}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    println!(
+        "{:<24} {:>7} {:>7} {:>9} {:>5} {:>5} {:>8.2} {:>8.2} {:>7.1}  {:<6} dead queue {} (ledger: [{}]; worker metric: [{}]); {}{}",
+        row.name,
+        row.jobs_in,
+        row.committed,
+        row.dead.iter().map(|(_, n)| n).sum::<i64>(),
+        row.duplicates,
+        row.lost,
+        row.requests_per_job,
+        row.calls_per_job,
+        row.secs,
+        if row.ok { "PASS" } else { "FAIL" },
+        row.dead_queue,
+        dead,
+        row.dead_metric.join(","),
+        row.events,
+        if row.why.is_empty() {
+            String::new()
         } else {
-            failed += 1;
+            format!(" FAILED: {}", row.why.join("; "))
         }
-        let dead = row
-            .dead
-            .iter()
-            .map(|(r, n)| format!("{r}={n}"))
-            .collect::<Vec<_>>()
-            .join(",");
-        println!(
-            "{:<24} {:>7} {:>7} {:>9} {:>5} {:>5} {:>8.2} {:>8.2} {:>7.1}  {:<6} dead queue {} (ledger: [{}]; worker metric: [{}]); {}{}",
-            row.name,
-            row.jobs_in,
-            row.committed,
-            row.dead.iter().map(|(_, n)| n).sum::<i64>(),
-            row.duplicates,
-            row.lost,
-            row.requests_per_job,
-            row.calls_per_job,
-            row.secs,
-            if row.ok { "PASS" } else { "FAIL" },
-            row.dead_queue,
-            dead,
-            row.dead_metric.join(","),
-            row.events,
-            if row.why.is_empty() {
-                String::new()
-            } else {
-                format!(" FAILED: {}", row.why.join("; "))
-            }
-        );
-        let _ = row.docs;
-    }
-    println!("done; load average {}", crate::world::loadavg());
-    // The plain closing line CI runners recognise.
-    println!("reliability: {passed} passed, {failed} failed");
-    if failed > 0 {
-        bail!("{failed} scenario(s) failed");
-    }
-    Ok(())
+    );
 }
 
 fn spawn(world: &World) -> Result<(Child, u16)> {
@@ -255,115 +266,30 @@ async fn drive(
     let corpus = world.dir.join("corpus.jsonl");
     write_synthetic(&corpus, docs)?;
     world.ingest(&corpus)?;
-    let mut expected_dead_letters = 0u32;
-    if s.disrupt == Disrupt::Poison {
-        let broker = Broker::connect(world.broker_config()).await?;
-        let version = TaskVersion::new(
-            &relata_core::Contract::current(Task::Extract),
-            "poison",
-            "poison",
-        );
-        let a = JobId::derive(&version, b"undecodable");
-        broker
-            .publish(Task::Extract, &a, b"\x00this is not a job message")
-            .await?;
-        let b = JobId::derive(&version, b"not in the ledger");
-        broker
-            .publish(
-                Task::Extract,
-                &b,
-                &JobMessage::new(Task::Extract, b.clone()).encode(),
-            )
-            .await?;
-        broker.close().await;
-        expected_dead_letters = 2;
-    }
+    let expected_dead_letters = if s.disrupt == Disrupt::Poison {
+        publish_poison(world).await?
+    } else {
+        0
+    };
     let mut workers = vec![spawn(world)?, spawn(world)?];
     let mut events = Vec::new();
-    let mut killed = 0;
-    let mut disrupted = false;
-    let mut next_kill = Instant::now() + Duration::from_millis(rand::rng().random_range(300..1000));
-    let deadline = started + within;
-    let done = loop {
-        let (total, queued) = world.progress("extract").await.unwrap_or((0, 1));
-        if total >= docs as i64 && queued == 0 {
-            break true;
-        }
-        if Instant::now() > deadline {
-            break false;
-        }
-        let progressed = responder.chat_requests() as usize >= docs / 5;
-        match s.disrupt {
-            Disrupt::Kill9 if killed < kills && Instant::now() >= next_kill => {
-                let i = rand::rng().random_range(0..workers.len());
-                let (mut child, _) = workers.swap_remove(i);
-                let _ = child.kill(); // SIGKILL
-                let _ = child.wait();
-                killed += 1;
-                workers.push(spawn(world)?);
-                next_kill =
-                    Instant::now() + Duration::from_millis(rand::rng().random_range(300..900));
-            }
-            Disrupt::RestartRabbit | Disrupt::RestartPostgres if !disrupted && progressed => {
-                let d = s.disrupt;
-                let t = Instant::now();
-                tokio::task::spawn_blocking(move || restart(d)).await??;
-                events.push(format!(
-                    "restarted after {} requests, down {:.1} s",
-                    responder.chat_requests(),
-                    t.elapsed().as_secs_f64()
-                ));
-                disrupted = true;
-            }
-            _ => {}
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    };
-    if s.disrupt == Disrupt::Kill9 {
-        events.push(format!("{killed} workers SIGKILLed"));
-    }
+    let done = disrupt_until_done(
+        world,
+        responder,
+        s,
+        DisruptLimits {
+            docs,
+            kills,
+            deadline: started + within,
+        },
+        &mut workers,
+        &mut events,
+    )
+    .await?;
     // Let dead letters settle, then read the worker metrics and stop the workers.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let mut dead_metric = std::collections::BTreeMap::new();
-    for (_, port) in &workers {
-        if let Ok(body) = http_get(&format!("127.0.0.1:{port}"), "/metrics").await {
-            for line in body
-                .lines()
-                .filter(|l| l.starts_with("relata_jobs_dead_lettered_total{"))
-            {
-                let reason = line
-                    .split("reason=\"")
-                    .nth(1)
-                    .and_then(|r| r.split('"').next())
-                    .unwrap_or("?");
-                let n: f64 = line
-                    .rsplit(' ')
-                    .next()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0.0);
-                if n > 0.0 {
-                    *dead_metric.entry(reason.to_owned()).or_insert(0.0) += n;
-                }
-            }
-        }
-    }
-    for (child, _) in &mut workers {
-        let _ = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status();
-    }
-    for (mut child, _) in workers {
-        let t = Instant::now();
-        while child.try_wait()?.is_none() {
-            if t.elapsed() > Duration::from_secs(40) {
-                let _ = child.kill();
-                let _ = child.wait();
-                events.push("a worker ignored SIGTERM for 40 s".into());
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
+    let dead_metric = dead_letter_metric(&workers).await;
+    stop_workers(workers, &mut events).await?;
     if let Some(f) = Some(responder.faults()).filter(|f| !f.is_empty()) {
         events.push(format!(
             "faults injected: {}",
@@ -458,7 +384,6 @@ async fn drive(
     }
     Ok(Row {
         name: s.name,
-        docs,
         jobs_in,
         committed,
         dead,
@@ -476,4 +401,145 @@ async fn drive(
         ok: why.is_empty(),
         why,
     })
+}
+
+/// Two messages that are not jobs: bytes that do not decode, and a job id the ledger does
+/// not hold. Returns how many dead letters they must become.
+async fn publish_poison(world: &World) -> Result<u32> {
+    let broker = Broker::connect(world.broker_config()).await?;
+    let version = TaskVersion::new(
+        &relata_core::Contract::current(Task::Extract),
+        "poison",
+        "poison",
+    );
+    let a = JobId::derive(&version, b"undecodable");
+    broker
+        .publish(Task::Extract, &a, b"\x00this is not a job message")
+        .await?;
+    let b = JobId::derive(&version, b"not in the ledger");
+    broker
+        .publish(
+            Task::Extract,
+            &b,
+            &JobMessage::new(Task::Extract, b.clone()).encode(),
+        )
+        .await?;
+    broker.close().await;
+    Ok(2)
+}
+
+/// `relata_jobs_dead_lettered_total` by reason, summed over the workers still running.
+async fn dead_letter_metric(workers: &[(Child, u16)]) -> BTreeMap<String, f64> {
+    let mut dead_metric = BTreeMap::new();
+    for (_, port) in workers {
+        if let Ok(body) = http_get(&format!("127.0.0.1:{port}"), "/metrics").await {
+            for line in body
+                .lines()
+                .filter(|l| l.starts_with("relata_jobs_dead_lettered_total{"))
+            {
+                let reason = line
+                    .split("reason=\"")
+                    .nth(1)
+                    .and_then(|r| r.split('"').next())
+                    .unwrap_or("?");
+                let n: f64 = line
+                    .rsplit(' ')
+                    .next()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0.0);
+                if n > 0.0 {
+                    *dead_metric.entry(reason.to_owned()).or_insert(0.0) += n;
+                }
+            }
+        }
+    }
+    dead_metric
+}
+
+/// SIGTERM every worker and wait for each (SIGKILL after 40 s, noted in `events`).
+async fn stop_workers(mut workers: Vec<(Child, u16)>, events: &mut Vec<String>) -> Result<()> {
+    for (child, _) in &mut workers {
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+    }
+    for (mut child, _) in workers {
+        let t = Instant::now();
+        while child.try_wait()?.is_none() {
+            if t.elapsed() > Duration::from_secs(40) {
+                let _ = child.kill();
+                let _ = child.wait();
+                events.push("a worker ignored SIGTERM for 40 s".into());
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    Ok(())
+}
+
+/// How long a scenario may run, and how much it may break.
+struct DisruptLimits {
+    docs: usize,
+    kills: usize,
+    deadline: Instant,
+}
+
+/// Run the scenario's disruption while the workers drain the queue; true when every
+/// document's job finished before the deadline.
+async fn disrupt_until_done(
+    world: &World,
+    responder: &Responder,
+    s: &Scenario,
+    limits: DisruptLimits,
+    workers: &mut Vec<(Child, u16)>,
+    events: &mut Vec<String>,
+) -> Result<bool> {
+    let mut killed = 0;
+    let mut disrupted = false;
+    let mut next_kill = Instant::now() + Duration::from_millis(rand::rng().random_range(300..1000));
+    let DisruptLimits {
+        docs,
+        kills,
+        deadline,
+    } = limits;
+    let done = loop {
+        let (total, queued) = world.progress("extract").await.unwrap_or((0, 1));
+        if total >= docs as i64 && queued == 0 {
+            break true;
+        }
+        if Instant::now() > deadline {
+            break false;
+        }
+        let progressed = responder.chat_requests() as usize >= docs / 5;
+        match s.disrupt {
+            Disrupt::Kill9 if killed < kills && Instant::now() >= next_kill => {
+                let i = rand::rng().random_range(0..workers.len());
+                let (mut child, _) = workers.swap_remove(i);
+                let _ = child.kill(); // SIGKILL
+                let _ = child.wait();
+                killed += 1;
+                workers.push(spawn(world)?);
+                next_kill =
+                    Instant::now() + Duration::from_millis(rand::rng().random_range(300..900));
+            }
+            Disrupt::RestartRabbit | Disrupt::RestartPostgres if !disrupted && progressed => {
+                let d = s.disrupt;
+                let t = Instant::now();
+                tokio::task::spawn_blocking(move || restart(d)).await??;
+                events.push(format!(
+                    "restarted after {} requests, down {:.1} s",
+                    responder.chat_requests(),
+                    t.elapsed().as_secs_f64()
+                ));
+                disrupted = true;
+            }
+            _ => {}
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    if s.disrupt == Disrupt::Kill9 {
+        events.push(format!("{killed} workers SIGKILLed"));
+    }
+    Ok(done)
 }

@@ -102,15 +102,7 @@ struct Summary {
 }
 
 pub async fn run(config: &Config, args: BackfillArgs) -> Result<u8> {
-    if !Task::QUEUED.contains(&args.task) {
-        bail!(
-            "--task {}: only queued tasks are backfilled (extract, classify); answers are asked on request",
-            args.task
-        );
-    }
-    if args.since.zip(args.until).is_some_and(|(a, b)| a >= b) {
-        bail!("--since must be before --until");
-    }
+    check_args(&args)?;
     let version = config.task_version(args.task)?;
     let selector = BackfillSelector {
         source: args.source.clone(),
@@ -121,30 +113,7 @@ pub async fn run(config: &Config, args: BackfillArgs) -> Result<u8> {
     };
     let store = crate::pipeline::store(config).await?;
     let started = Instant::now();
-    let mut summary = Summary {
-        task: args.task.to_string(),
-        task_version: format!(
-            "{} prompt {} schema {} v{} model {}",
-            version.task,
-            version.prompt_version,
-            version.schema_id,
-            version.schema_version,
-            version.model
-        ),
-        dry_run: args.dry_run,
-        ..Summary::default()
-    };
-    summary.selected = match args.task {
-        Task::Extract => store.backfill_extract_counts(&version, &selector).await?,
-        Task::Classify => store.backfill_classify_counts(&version, &selector).await?,
-        Task::Answer => bail!("answer is not a queued task"),
-    };
-    summary.to_publish = summary
-        .selected
-        .iter()
-        .filter(|c| c.action != BackfillAction::AlreadyCurrent)
-        .map(|c| c.count)
-        .sum();
+    let mut summary = plan(&store, &version, &selector, &args).await?;
     if args.dry_run {
         report(&summary, &args)?;
         return Ok(0);
@@ -162,6 +131,75 @@ pub async fn run(config: &Config, args: BackfillArgs) -> Result<u8> {
         );
         return Ok(EXIT_LOCKED);
     };
+    let published = publish(config, &store, &version, &selector, &args, &mut summary).await;
+    let _ = lock.release().await;
+    published?;
+    summary.elapsed_ms = started.elapsed().as_millis();
+    report(&summary, &args)?;
+    Ok(if summary.interrupted {
+        EXIT_INTERRUPTED
+    } else {
+        0
+    })
+}
+
+/// Refuse what no selection can mean, before the store is opened.
+fn check_args(args: &BackfillArgs) -> Result<()> {
+    if !Task::QUEUED.contains(&args.task) {
+        bail!(
+            "--task {}: only queued tasks are backfilled (extract, classify); answers are asked on request",
+            args.task
+        );
+    }
+    if args.since.zip(args.until).is_some_and(|(a, b)| a >= b) {
+        bail!("--since must be before --until");
+    }
+    Ok(())
+}
+
+/// What the selection holds and what a run would publish: all a dry run reports.
+async fn plan(
+    store: &Store,
+    version: &TaskVersion,
+    selector: &BackfillSelector,
+    args: &BackfillArgs,
+) -> Result<Summary> {
+    let mut summary = Summary {
+        task: args.task.to_string(),
+        task_version: format!(
+            "{} prompt {} schema {} v{} model {}",
+            version.task,
+            version.prompt_version,
+            version.schema_id,
+            version.schema_version,
+            version.model
+        ),
+        dry_run: args.dry_run,
+        ..Summary::default()
+    };
+    summary.selected = match args.task {
+        Task::Extract => store.backfill_extract_counts(version, selector).await?,
+        Task::Classify => store.backfill_classify_counts(version, selector).await?,
+        Task::Answer => bail!("answer is not a queued task"),
+    };
+    summary.to_publish = summary
+        .selected
+        .iter()
+        .filter(|c| c.action != BackfillAction::AlreadyCurrent)
+        .map(|c| c.count)
+        .sum();
+    Ok(summary)
+}
+
+/// Create and publish the selection's jobs, paced, until done, `--limit` or a signal.
+async fn publish(
+    config: &Config,
+    store: &Store,
+    version: &TaskVersion,
+    selector: &BackfillSelector,
+    args: &BackfillArgs,
+    summary: &mut Summary,
+) -> Result<()> {
     let broker = Broker::connect(config.broker()).await.with_context(|| {
         format!(
             "cannot connect to RabbitMQ at {}",
@@ -175,35 +213,21 @@ pub async fn run(config: &Config, args: BackfillArgs) -> Result<u8> {
         let _ = stop_tx.send(true);
     });
 
-    let total = match args.limit {
-        Some(l) => l.min(u64::try_from(summary.to_publish).unwrap_or(0)),
-        None => u64::try_from(summary.to_publish).unwrap_or(0),
-    };
-    let progress = if std::io::stderr().is_terminal() {
-        let p = ProgressBar::new(total);
-        p.set_style(
-            ProgressStyle::with_template(
-                "{bar:40} {pos}/{len} jobs ({per_sec}, eta {eta}) {elapsed}",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        p
-    } else {
-        ProgressBar::hidden()
-    };
+    let to_publish = u64::try_from(summary.to_publish).unwrap_or(0);
+    let progress = progress_bar(args.limit.map_or(to_publish, |l| l.min(to_publish)));
     let mut run = Run {
-        store: &store,
+        store,
         broker: &broker,
         pacer: Pacer::new(args.rate),
         stop: stop_rx,
         progress: &progress,
         remaining: args.limit.unwrap_or(u64::MAX),
-        summary: &mut summary,
+        summary,
     };
     let outcome = match args.task {
-        Task::Extract => run.extract(&version, &selector).await,
+        Task::Extract => run.extract(version, selector).await,
         Task::Classify => {
-            run.classify(&version, &selector, config.worker.classify_batch)
+            run.classify(version, selector, config.worker.classify_batch)
                 .await
         }
         Task::Answer => Err(anyhow::anyhow!("answer is not a queued task")),
@@ -211,15 +235,20 @@ pub async fn run(config: &Config, args: BackfillArgs) -> Result<u8> {
     progress.finish_and_clear();
     signals.abort();
     broker.close().await;
-    let _ = lock.release().await;
-    outcome?;
-    summary.elapsed_ms = started.elapsed().as_millis();
-    report(&summary, &args)?;
-    Ok(if summary.interrupted {
-        EXIT_INTERRUPTED
-    } else {
-        0
-    })
+    outcome
+}
+
+/// A bar of `total` jobs on a terminal; nothing otherwise.
+fn progress_bar(total: u64) -> ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return ProgressBar::hidden();
+    }
+    let p = ProgressBar::new(total);
+    p.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} jobs ({per_sec}, eta {eta}) {elapsed}")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    p
 }
 
 fn report(summary: &Summary, args: &BackfillArgs) -> Result<()> {

@@ -12,7 +12,8 @@ use std::process::ExitCode;
 
 use relata_core::{Reason, Task};
 use relata_model::{
-    Dialect, ModelClient, ModelConfig, ModelError, ModelMetrics, TransportKind, extract_messages,
+    Dialect, ModelClient, ModelConfig, ModelError, ModelMetrics, StatusClass, TransportKind,
+    extract_messages,
 };
 use relata_validate::{GateConfig, judge_extract};
 
@@ -105,79 +106,102 @@ async fn probe(client: &ModelClient) -> bool {
             "not set"
         }
     ));
+    let listed = match reachable(client).await {
+        Reachable::Listed(models) => {
+            model_listed(cfg, &models);
+            true
+        }
+        Reachable::NoList => false,
+        Reachable::Stop => return false,
+    };
+    // A failed list does not fail the probe alone when the structured request works;
+    // the exit code still says a step failed.
+    structured(client).await && listed
+}
 
-    // 1. Reachable.
-    let mut failed = false;
-    let listed = match client.list_models().await {
+/// What the first step found.
+enum Reachable {
+    /// The endpoint listed its models.
+    Listed(Vec<String>),
+    /// No list, for a reason the structured request may still get past.
+    NoList,
+    /// No point going on: nothing answers, or the key or URL is refused.
+    Stop,
+}
+
+/// Step 1: `GET {url}/models`.
+async fn reachable(client: &ModelClient) -> Reachable {
+    let cfg = client.config();
+    let e = match client.list_models().await {
         Ok(models) => {
             step(
                 "ok",
                 "reachable",
                 &format!("GET {} listed {} model(s)", cfg.models_url(), models.len()),
             );
-            Some(models)
+            return Reachable::Listed(models);
         }
-        Err(e) => {
-            step(
-                "FAILED",
-                "reachable",
-                &format!("GET {}: {e}", cfg.models_url()),
-            );
-            failed = true;
-            match &e {
-                ModelError::Transport { kind, .. } => {
-                    remedy(&transport_remedy(*kind, cfg));
-                    return false;
-                }
-                ModelError::Permanent {
-                    status: 401 | 403, ..
-                } => {
-                    remedy("check the key in RELATA_MODEL_API_KEY or RELATA_MODEL_API_KEY_FILE");
-                    return false;
-                }
-                ModelError::Permanent {
-                    status: 300..=399, ..
-                } => {
-                    remedy(
-                        "set RELATA_MODEL_URL to the URL the redirect names (relata never follows redirects: the document text goes to the configured endpoint or nowhere)",
-                    );
-                    return false;
-                }
-                ModelError::Permanent { status: 404, .. } => remedy(
-                    "the base URL usually ends in /v1; some servers have no model list, so the structured request is tried anyway",
-                ),
-                _ => remedy("the structured request is tried anyway"),
-            }
-            None
-        }
+        Err(e) => e,
     };
-
-    // 2. Model listed.
-    if let Some(models) = &listed {
-        if models.contains(&cfg.model) {
-            step("ok", "model", &format!("{} is listed", cfg.model));
-        } else {
-            let shown: Vec<&str> = models.iter().take(10).map(String::as_str).collect();
-            step(
-                "warn",
-                "model",
-                &format!(
-                    "{} is not listed (listed: {})",
-                    cfg.model,
-                    if shown.is_empty() {
-                        "none".to_owned()
-                    } else {
-                        shown.join(", ")
-                    }
-                ),
-            );
+    step(
+        "FAILED",
+        "reachable",
+        &format!("GET {}: {e}", cfg.models_url()),
+    );
+    if let ModelError::Transport { kind, .. } = &e {
+        remedy(&transport_remedy(*kind, cfg));
+        return Reachable::Stop;
+    }
+    match e.status_class() {
+        Some(StatusClass::Unauthorized) => {
+            remedy("check the key in RELATA_MODEL_API_KEY or RELATA_MODEL_API_KEY_FILE");
+            Reachable::Stop
+        }
+        Some(StatusClass::Redirect) => {
             remedy(
-                "set RELATA_MODEL_NAME (or --model) to a listed model, or pull it (ollama pull <name>)",
+                "set RELATA_MODEL_URL to the URL the redirect names (relata never follows redirects: the document text goes to the configured endpoint or nowhere)",
             );
+            Reachable::Stop
+        }
+        Some(StatusClass::NotFound) => {
+            remedy(
+                "the base URL usually ends in /v1; some servers have no model list, so the structured request is tried anyway",
+            );
+            Reachable::NoList
+        }
+        _ => {
+            remedy("the structured request is tried anyway");
+            Reachable::NoList
         }
     }
+}
 
-    // 3. One structured request.
+/// Step 2: the configured model is among those listed (a warning when not).
+fn model_listed(cfg: &ModelConfig, models: &[String]) {
+    if models.contains(&cfg.model) {
+        step("ok", "model", &format!("{} is listed", cfg.model));
+        return;
+    }
+    let shown: Vec<&str> = models.iter().take(10).map(String::as_str).collect();
+    step(
+        "warn",
+        "model",
+        &format!(
+            "{} is not listed (listed: {})",
+            cfg.model,
+            if shown.is_empty() {
+                "none".to_owned()
+            } else {
+                shown.join(", ")
+            }
+        ),
+    );
+    remedy("set RELATA_MODEL_NAME (or --model) to a listed model, or pull it (ollama pull <name>)");
+}
+
+/// Step 3: one structured request, its answer judged by the gate.
+async fn structured(client: &ModelClient) -> bool {
+    let cfg = client.config();
     let messages = extract_messages(cfg.extract_prompt, cfg.dialect, PROBE_SOURCE);
     let call = client
         .complete(Task::Extract, &messages, PROBE_MAX_TOKENS)
@@ -231,7 +255,7 @@ async fn probe(client: &ModelClient) -> bool {
             judgement.rejections().len()
         ),
     );
-    !failed
+    true
 }
 
 /// What to do about a transport failure, from what was seen: no listener, no name, no
@@ -251,11 +275,14 @@ fn transport_remedy(kind: TransportKind, cfg: &ModelConfig) -> String {
         TransportKind::Tls => "the TLS handshake failed: check http:// against https:// in RELATA_MODEL_URL, and the server's certificate".to_owned(),
         TransportKind::Reset | TransportKind::BodyCutOff => "the connection was cut before a whole answer arrived: a proxy in between, or a server crashing on the request? check its logs".to_owned(),
         TransportKind::Http429 => "the server is rate-limiting this key: wait, or raise the key's limits".to_owned(),
-        k if k.as_str().starts_with("http_") => format!(
-            "the server is running but answered {}: check its logs",
-            k.as_str().replace('_', " ").to_uppercase()
-        ),
-        _ => "the request failed below HTTP: check the server's logs and the network".to_owned(),
+        k => match k.http_status() {
+            Some(status) => {
+                format!("the server is running but answered HTTP {status}: check its logs")
+            }
+            None => {
+                "the request failed below HTTP: check the server's logs and the network".to_owned()
+            }
+        },
     }
 }
 
@@ -274,13 +301,13 @@ fn structured_remedy(e: &ModelError, cfg: &ModelConfig) -> String {
         (ModelError::Permanent { status: 400 | 422, .. }, Dialect::JsonObjectSchema) => {
             "the server rejected response_format json_object: try --dialect json_schema, or --dialect none".to_owned()
         }
-        (ModelError::Permanent { status: 401 | 403, .. }, _) => {
+        (ModelError::Permanent { .. }, _) if e.status_class() == Some(StatusClass::Unauthorized) => {
             "check the key in RELATA_MODEL_API_KEY or RELATA_MODEL_API_KEY_FILE".to_owned()
         }
-        (ModelError::Permanent { status: 404, .. }, _) => {
+        (ModelError::Permanent { .. }, _) if e.status_class() == Some(StatusClass::NotFound) => {
             "model or route not found: check RELATA_MODEL_NAME and that RELATA_MODEL_URL ends in /v1".to_owned()
         }
-        (ModelError::Permanent { status: 300..=399, .. }, _) => {
+        (ModelError::Permanent { .. }, _) if e.status_class() == Some(StatusClass::Redirect) => {
             "set RELATA_MODEL_URL to the URL the redirect names (relata never follows redirects)".to_owned()
         }
         (ModelError::Permanent { status: 200, .. }, _) => {

@@ -77,29 +77,31 @@ impl TransportKind {
 /// What an HTTP status from the model endpoint means: the one place a status is mapped to
 /// how it is handled.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum StatusClass {
+pub enum StatusClass {
     /// 2xx: the body is read and judged.
     Success,
     /// 3xx: never followed (see [`redirect`]); a configuration failure.
     Redirect,
     /// Worth sending again.
     Transient(TransportKind),
-    /// 401, 403, 404: a rejected key, a model or route that does not exist. Every request
-    /// would fail the same way.
-    Configuration,
+    /// 401, 403: a rejected key. Every request would fail the same way.
+    Unauthorized,
+    /// 404: a model or route that does not exist. Every request would fail the same way.
+    NotFound,
     /// Every other status: the provider refused this request.
     Refused,
 }
 
 impl StatusClass {
-    pub(crate) fn of(status: u16) -> StatusClass {
+    pub fn of(status: u16) -> StatusClass {
         if let Some((_, kind)) = TRANSIENT_STATUSES.iter().find(|(s, _)| *s == status) {
             return StatusClass::Transient(*kind);
         }
         match status {
             200..=299 => StatusClass::Success,
             300..=399 => StatusClass::Redirect,
-            401 | 403 | 404 => StatusClass::Configuration,
+            401 | 403 => StatusClass::Unauthorized,
+            404 => StatusClass::NotFound,
             _ => StatusClass::Refused,
         }
     }
@@ -159,6 +161,11 @@ impl ModelError {
         }
     }
 
+    /// How the failure's HTTP status is handled, when it has one.
+    pub fn status_class(&self) -> Option<StatusClass> {
+        self.status().map(StatusClass::of)
+    }
+
     pub fn status(&self) -> Option<u16> {
         match self {
             ModelError::Permanent { status, .. } => Some(*status),
@@ -180,7 +187,8 @@ impl ModelError {
     /// worker stops taking jobs instead of dead-lettering its backlog one by one.
     pub fn is_configuration_failure(&self) -> bool {
         matches!(self, ModelError::Permanent { status, .. }
-            if matches!(StatusClass::of(*status), StatusClass::Configuration | StatusClass::Redirect))
+            if matches!(StatusClass::of(*status),
+                StatusClass::Unauthorized | StatusClass::NotFound | StatusClass::Redirect))
     }
 }
 
@@ -215,7 +223,8 @@ pub(crate) fn status_error(
         },
         StatusClass::Success
         | StatusClass::Redirect
-        | StatusClass::Configuration
+        | StatusClass::Unauthorized
+        | StatusClass::NotFound
         | StatusClass::Refused => ModelError::Permanent { status, message },
     }
 }
@@ -260,7 +269,8 @@ mod tests {
         assert_eq!(TransportKind::Timeout.http_status(), None);
         assert_eq!(StatusClass::of(200), StatusClass::Success);
         assert_eq!(StatusClass::of(307), StatusClass::Redirect);
-        assert_eq!(StatusClass::of(403), StatusClass::Configuration);
+        assert_eq!(StatusClass::of(403), StatusClass::Unauthorized);
+        assert_eq!(StatusClass::of(404), StatusClass::NotFound);
         assert_eq!(StatusClass::of(400), StatusClass::Refused);
         assert_eq!(StatusClass::of(501), StatusClass::Refused);
     }

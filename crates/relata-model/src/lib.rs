@@ -134,7 +134,7 @@ pub use client::{
     CallEnd, CallRecord, Completion, DETAIL_CHARS, EXCERPT_CHARS, ModelCall, ModelClient,
 };
 pub use config::{ConfigError, Dialect, ModelConfig};
-pub use error::{ErrorClass, ModelError, TransportKind};
+pub use error::{ErrorClass, ModelError, StatusClass, TransportKind};
 pub use metrics::{InvalidOutput, ModelMetrics, RequestOutcome, record_invalid_output};
 pub use prompt::{
     ANSWER_PROMPT_VERSION, AnswerSource, CLASSIFY_PROMPT_VERSION, ClassifyClaim,
