@@ -573,3 +573,104 @@ async fn serve_answers_over_http_and_refuses_bad_requests() {
 
     assert_eq!(server.terminate(), Some(0));
 }
+
+/// The real model (SmolLM2-135M under llama-cpp-python, from `scripts/real-model.sh`) over
+/// a few ingested Wikipedia summaries: whatever it says, the answer is one of the three
+/// outcomes — never an error — and every citation resolves to a source whose text is the
+/// document's own bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real model server: eval \"$(scripts/real-model.sh)\""]
+async fn real_model_answers_are_one_of_three_outcomes_and_citations_resolve() {
+    let var = |name: &str| {
+        std::env::var(name).unwrap_or_else(|_| panic!("{name} (scripts/real-model.sh)"))
+    };
+    let summaries = var("RELATA_REAL_MODEL_SUMMARIES");
+    let data: serde_json::Map<String, Value> =
+        serde_json::from_str(&std::fs::read_to_string(&summaries).unwrap()).unwrap();
+
+    let mut env = Env::new(FakeOptions::default(), vec![]).await;
+    env.set("RELATA_MODEL_URL", &var("RELATA_MODEL_URL"));
+    env.set("RELATA_MODEL_NAME", &var("RELATA_MODEL_NAME"));
+    env.set("RELATA_MODEL_DIALECT", "json_object_schema");
+    env.set("RELATA_MODEL_MAX_TOKENS", "400");
+    env.set("RELATA_MODEL_REQUEST_TIMEOUT_MS", "180000");
+
+    // A stride through the corpus: different topics, nobody here wrote them.
+    const DOCS: usize = 4;
+    let picked: Vec<(&String, &Value)> =
+        data.iter().step_by(data.len() / DOCS).take(DOCS).collect();
+    let jsonl = env.dir.join("real.jsonl");
+    let lines: Vec<String> = picked
+        .iter()
+        .map(|(title, v)| {
+            serde_json::json!({"id": title, "title": title, "text": v["extract"]}).to_string()
+        })
+        .collect();
+    std::fs::write(&jsonl, lines.join("\n")).unwrap();
+    let out = env.relata(&[
+        "ingest",
+        "--jsonl",
+        jsonl.to_str().unwrap(),
+        "--source",
+        "wikipedia",
+        "--title-field",
+        "title",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A question about the first document, in its own words, so retrieval finds sources
+    // and the model is really asked.
+    let question = format!("What is {}?", picked[0].0);
+    let before = env.fake.chat_requests().len();
+    let (code, body, stderr) = ask(&env, &question);
+    assert_eq!(code, Some(0), "an error instead of an answer: {stderr}");
+    assert_eq!(
+        env.fake.chat_requests().len(),
+        before,
+        "the fake was asked instead of the model"
+    );
+    let status = body["status"].as_str().unwrap();
+    assert!(
+        ["answered", "abstained", "degraded"].contains(&status),
+        "{body}"
+    );
+    let sources = body["sources"].as_array().unwrap();
+    assert!(
+        !sources.is_empty(),
+        "nothing retrieved for {question:?}: {body}"
+    );
+    assert_sources_resolve(&env, &body).await;
+    let handles: Vec<&str> = sources
+        .iter()
+        .map(|s| s["handle"].as_str().unwrap())
+        .collect();
+    for c in body["citations"].as_array().unwrap() {
+        assert!(
+            handles.contains(&c.as_str().unwrap()),
+            "{c} resolves to no source: {body}"
+        );
+    }
+    assert_eq!(body["sufficient"], status == "answered");
+    if status == "degraded" {
+        assert_eq!(body["answer"], Value::Null);
+        assert!(!caveat_reasons(&body).is_empty(), "{body}");
+    }
+    // Recorded with the real model's provenance.
+    let store = env.store().await;
+    let (recorded, model, ms): (String, Option<String>, Option<i64>) =
+        sqlx::query_as("SELECT status, model, duration_ms FROM answers ORDER BY id DESC LIMIT 1")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(recorded, status);
+    assert_eq!(model.as_deref(), Some(var("RELATA_MODEL_NAME").as_str()));
+    eprintln!(
+        "real model answer: {status}, model call {} ms, caveats {:?}",
+        ms.unwrap_or(-1),
+        caveat_reasons(&body)
+    );
+}
