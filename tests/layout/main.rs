@@ -29,6 +29,9 @@ const WORKSPACE_RULES: &[(&str, &[&str])] = &[
         "relata-dispatch",
         &["relata-core", "relata-queue", "relata-store"],
     ),
+    // The operational endpoints (/metrics, /healthz, /readyz) shared by every server:
+    // HTTP and the metrics registry only; a server says what "ready" means.
+    ("relata-ops", &[]),
     // Readers and chunking: no database, no broker.
     ("relata-producer", &["relata-core"]),
     // The job runtime; never the producer or the binary.
@@ -41,6 +44,7 @@ const WORKSPACE_RULES: &[(&str, &[&str])] = &[
             "relata-queue",
             "relata-store",
             "relata-dispatch",
+            "relata-ops",
         ],
     ),
     // The answer path: the gate, the model and the store; never the broker.
@@ -51,6 +55,7 @@ const WORKSPACE_RULES: &[(&str, &[&str])] = &[
             "relata-validate",
             "relata-model",
             "relata-store",
+            "relata-ops",
         ],
     ),
     (

@@ -225,7 +225,7 @@ impl Worker {
     /// Status code and body of `GET path` on the worker's HTTP port.
     pub async fn get(&self, path: &str) -> (u16, String) {
         let url = format!("http://127.0.0.1:{}{path}", self.port);
-        http_request(&url)
+        relata_testkit::http::get(&url)
             .await
             .unwrap_or_else(|e| panic!("GET {url}: {e}"))
     }
@@ -293,33 +293,10 @@ impl Drop for Worker {
 
 /// A minimal HTTP GET over a plain socket (the tests need nothing more): 200 bodies only.
 async fn http_get(url: &str) -> std::io::Result<String> {
-    match http_request(url).await? {
+    match relata_testkit::http::get(url).await? {
         (200, body) => Ok(body),
         (status, _) => Err(std::io::Error::other(format!("HTTP {status}"))),
     }
-}
-
-async fn http_request(url: &str) -> std::io::Result<(u16, String)> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let rest = url.strip_prefix("http://").unwrap();
-    let (host, path) = rest.split_once('/').unwrap();
-    let mut s = tokio::net::TcpStream::connect(host).await?;
-    s.write_all(
-        format!("GET /{path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .await?;
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).await?;
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| std::io::Error::other("no HTTP head"))?;
-    let status = head
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .ok_or_else(|| std::io::Error::other("no HTTP status"))?;
-    Ok((status, body.to_owned()))
 }
 
 /// The value of one sample in a Prometheus text exposition, 0 when absent.

@@ -42,7 +42,9 @@ pub(crate) fn options() -> FakeOptions {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ingest_extract_classify_end_to_end() {
-    let env = Env::new(options(), vec![]).await;
+    let mut env = Env::new(options(), vec![]).await;
+    // A short summary interval, so the progress line shows within the test.
+    env.set("RELATA_WORKER_SUMMARY_INTERVAL_MS", "200");
     env.write_doc("curie-a.txt", CURIE_A);
     env.write_doc("curie-b.md", CURIE_B);
     let corpus = env.write_doc("tower.txt", TOWER);
@@ -78,6 +80,21 @@ async fn ingest_extract_classify_end_to_end() {
         extract_states.get("invalid"),
         Some(&1),
         "{extract_states:?}"
+    );
+    // The periodic summary counts the same jobs: one of each outcome, three in all.
+    let progress = progress_lines(&extract, "extract: ", "3 since start").await;
+    for outcome in ["accepted 1", "partial 1", "invalid 1"] {
+        assert_eq!(
+            progress.iter().filter(|l| l.contains(outcome)).count(),
+            1,
+            "{outcome}: {progress:#?}"
+        );
+    }
+    assert!(
+        progress
+            .iter()
+            .any(|l| l.contains("jobs (") && l.contains("/min")),
+        "{progress:#?}"
     );
     let classify_states = env
         .wait_for_jobs(Task::Classify, 1, Duration::from_secs(60))
@@ -286,4 +303,26 @@ async fn bad_input_is_named_counted_and_the_rest_ingested() {
     assert_eq!(summary["new"], 2);
     assert_eq!(summary["bad_input"], 2);
     assert_eq!(summary["jobs_published"], 2);
+}
+
+/// The worker's progress lines (`<task>: … since start; … queued`) once one of them
+/// contains `until`; fails after 15 s.
+async fn progress_lines(worker: &crate::common::Worker, task: &str, until: &str) -> Vec<String> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let log = worker.log_text();
+        let lines: Vec<String> = log
+            .lines()
+            .filter(|l| l.contains(task) && l.contains("since start"))
+            .map(str::to_owned)
+            .collect();
+        if lines.iter().any(|l| l.contains(until)) {
+            return lines;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no progress line with {until:?}; log:\n{log}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }

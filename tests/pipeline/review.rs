@@ -53,6 +53,8 @@ async fn worked(env: &Env) {
 async fn review_flow_end_to_end() {
     let mut env = Env::new(options(), vec![]).await;
     env.set("RELATA_REVIEWERS", "Ada Lovelace, Grace Hopper");
+    // Workers without their promoters: `relata promote` alone judges this run.
+    env.set("RELATA_PROMOTER", "false");
     worked(&env).await;
 
     // The workers' candidates, whatever their state.
@@ -69,9 +71,16 @@ async fn review_flow_end_to_end() {
     assert_eq!(claims.len(), 3, "{all:?}");
     assert!(relations.len() >= 2, "{all:?}");
 
-    // The workers' promoters judged what they could before stopping; `relata promote`
-    // judges the rest, and then there is nothing left to judge.
-    json(&env.relata(&["promote", "--json"]));
+    // Nothing was judged while the workers ran; `relata promote` judges it all, and then
+    // there is nothing left to judge.
+    assert!(
+        all.iter()
+            .filter(|r| r["kind"] != "document")
+            .all(|r| r["state"] == "proposed"),
+        "{all:?}"
+    );
+    let first_pass = json(&env.relata(&["promote", "--json"]));
+    assert_ne!(first_pass["decided"], serde_json::json!([]), "{first_pass}");
     let again = json(&env.relata(&["promote", "--json"]));
     assert_eq!(again["decided"], serde_json::json!([]), "{again}");
 
@@ -205,6 +214,10 @@ async fn review_flow_end_to_end() {
     let status = env.relata(&["status"]);
     let status = String::from_utf8_lossy(&status.stdout);
     assert!(status.contains("candidates:"), "{status}");
+    assert!(
+        status.contains(&format!("waiting for review: {}", relations.len() - 2)),
+        "{status}"
+    );
     assert!(
         status
             .lines()

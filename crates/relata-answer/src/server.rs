@@ -22,9 +22,9 @@ use axum::Router;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{StatusCode, header};
+use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::post;
 use prometheus_client::registry::Registry;
 use serde::Deserialize;
 use tokio::sync::Semaphore;
@@ -59,16 +59,16 @@ impl Default for ServeConfig {
 #[derive(Clone)]
 struct AppState {
     answerer: Arc<Answerer>,
-    registry: Arc<Registry>,
     permits: Arc<Semaphore>,
     config: ServeConfig,
 }
 
 /// The answer routes, ready to be merged with others or served by [`serve`].
 pub fn router(answerer: Answerer, registry: Arc<Registry>, config: ServeConfig) -> Router {
+    let answerer = Arc::new(answerer);
+    let ready = StoreReady(answerer.clone());
     let state = AppState {
-        answerer: Arc::new(answerer),
-        registry,
+        answerer,
         permits: Arc::new(Semaphore::new(config.max_concurrency.max(1))),
         config,
     };
@@ -77,10 +77,22 @@ pub fn router(answerer: Answerer, registry: Arc<Registry>, config: ServeConfig) 
             "/v1/answers",
             post(answers).layer(DefaultBodyLimit::max(MAX_BODY_BYTES)),
         )
-        .route("/healthz", get(|| async { "ok\n" }))
-        .route("/readyz", get(ready))
-        .route("/metrics", get(metrics))
         .with_state(state)
+        .merge(relata_ops::router(registry, ready))
+}
+
+/// Ready while the store answers (and is migrated).
+#[derive(Clone)]
+struct StoreReady(Arc<Answerer>);
+
+impl relata_ops::ReadyCheck for StoreReady {
+    async fn check(&self) -> Result<(), String> {
+        self.0
+            .store()
+            .check_migrated()
+            .await
+            .map_err(|e| format!("store: {e}"))
+    }
 }
 
 /// Serve `router` on `listener` until `shutdown` resolves (the binary passes its one
@@ -201,37 +213,6 @@ fn ask_error(e: &AskError) -> Response {
     };
     tracing::warn!(status = status.as_u16(), error = %e, "question not answered");
     error(status, &e.to_string(), None)
-}
-
-async fn ready(State(s): State<AppState>) -> Response {
-    match s.answerer.store().check_migrated().await {
-        Ok(()) => (StatusCode::OK, "ready\n").into_response(),
-        Err(e) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("not ready: store: {e}\n"),
-        )
-            .into_response(),
-    }
-}
-
-async fn metrics(State(s): State<AppState>) -> Response {
-    let mut body = String::new();
-    match prometheus_client::encoding::text::encode(&mut body, &s.registry) {
-        Ok(()) => (
-            StatusCode::OK,
-            [(
-                header::CONTENT_TYPE,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            )],
-            body,
-        )
-            .into_response(),
-        Err(_) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "metrics encoding failed\n",
-        )
-            .into_response(),
-    }
 }
 
 #[cfg(test)]

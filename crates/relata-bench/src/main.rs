@@ -55,6 +55,10 @@ enum Cmd {
         chunks: usize,
         #[arg(long, value_delimiter = ',', default_value = "1,8,32")]
         concurrency: Vec<u16>,
+        /// Run the worker without its promoter (`RELATA_PROMOTER=false`): the pipeline
+        /// before promotion, for the before/after of its cost.
+        #[arg(long)]
+        no_promoter: bool,
     },
     /// The real corpus with the instant grounded fake model.
     Corpus {
@@ -112,7 +116,16 @@ async fn main() -> Result<()> {
         Cmd::Overhead {
             chunks,
             concurrency,
+            no_promoter,
         } => {
+            println!(
+                "promoter: {}",
+                if no_promoter {
+                    "off (RELATA_PROMOTER=false)"
+                } else {
+                    "on"
+                }
+            );
             println!(
                 "{:>4} {:>6} {:>7} {:>9} {:>10} {:>8} {:>8} {:>9} {:>9} {:>9} {:>8} {:>7}",
                 "conc",
@@ -129,7 +142,7 @@ async fn main() -> Result<()> {
                 "ratio"
             );
             for c in concurrency {
-                let run = overhead::run_one(&relata, chunks, c, cli.keep).await?;
+                let run = overhead::run_one(&relata, chunks, c, !no_promoter, cli.keep).await?;
                 let floor = overhead::floor(&relata, run.jobs as usize, 10, c).await?;
                 let floor_rate = run.jobs as f64 / (floor.queue_s + floor.store_s);
                 println!(
@@ -148,8 +161,10 @@ async fn main() -> Result<()> {
                     run.chunks_per_s() / floor_rate
                 );
                 println!(
-                    "     states {:?}; span {:.2} s (worker wall incl. 2 s idle exit {:.2} s); floor: queue {:.2} s ({:.0} msg/s), store {:.2} s ({:.0} jobs/s, {:.0} rows/s); load {}",
+                    "     states {:?}; candidates judged by the policy at exit {}/{}; span {:.2} s (worker wall incl. 2 s idle exit {:.2} s); floor: queue {:.2} s ({:.0} msg/s), store {:.2} s ({:.0} jobs/s, {:.0} rows/s); load {}",
                     run.states,
+                    run.judged,
+                    run.candidates,
                     run.span_s,
                     run.wall_s,
                     floor.queue_s,

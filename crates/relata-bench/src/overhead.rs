@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use futures::StreamExt;
-use relata_core::{JobId, JobMessage, Task, TaskVersion};
+use relata_core::{JobId, JobMessage, PromotionState, Task, TaskVersion};
 use relata_queue::{Broker, OutgoingJob};
 use relata_store::{Store, StoreOptions};
 
@@ -51,6 +51,10 @@ pub struct WorkerRun {
     pub cpu_ms_per_job: f64,
     pub peak_rss_mib: f64,
     pub states: Vec<(String, i64)>,
+    /// Candidates (entities, claims) when the worker exited, and how many of them the
+    /// policy had judged: all of them with the promoter on, none with it off.
+    pub candidates: i64,
+    pub judged: i64,
 }
 
 impl WorkerRun {
@@ -80,6 +84,7 @@ pub async fn run_one(
     relata: &Path,
     chunks: usize,
     concurrency: u16,
+    promoter: bool,
     keep: bool,
 ) -> Result<WorkerRun> {
     let responder = Responder::start(Mode::Grounded {
@@ -91,7 +96,10 @@ pub async fn run_one(
     let world = World::new(
         relata,
         &responder.base_url(),
-        &[("RELATA_MODEL_MAX_CONCURRENCY", &c)],
+        &[
+            ("RELATA_MODEL_MAX_CONCURRENCY", &c),
+            ("RELATA_PROMOTER", if promoter { "true" } else { "false" }),
+        ],
     )
     .await?;
     let corpus = world.dir.join("corpus.jsonl");
@@ -108,6 +116,13 @@ pub async fn run_one(
     }
     let (jobs, rows, span, p50, p99) = ledger_figures(&world, "extract").await?;
     let states = world.jobs("extract").await?;
+    let counts = world.store.candidate_counts().await?;
+    let candidates = counts.iter().map(|c| c.count).sum();
+    let judged = counts
+        .iter()
+        .filter(|c| c.state != PromotionState::Proposed)
+        .map(|c| c.count)
+        .sum();
     let ticks = clock_ticks() as f64;
     let run = WorkerRun {
         jobs,
@@ -120,6 +135,8 @@ pub async fn run_one(
         cpu_ms_per_job: proc_stats.cpu_ticks as f64 / ticks * 1000.0 / jobs.max(1) as f64,
         peak_rss_mib: proc_stats.peak_rss_kib as f64 / 1024.0,
         states,
+        candidates,
+        judged,
     };
     world.teardown(keep).await;
     Ok(run)

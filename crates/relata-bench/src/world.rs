@@ -309,19 +309,10 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
 
 /// A minimal HTTP GET (the worker's /metrics).
 pub async fn http_get(addr: &str, path: &str) -> std::io::Result<String> {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let mut s = tokio::net::TcpStream::connect(addr).await?;
-    s.write_all(
-        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").as_bytes(),
-    )
-    .await?;
-    let mut buf = Vec::new();
-    s.read_to_end(&mut buf).await?;
-    let text = String::from_utf8_lossy(&buf).into_owned();
-    Ok(text
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_owned())
-        .unwrap_or_default())
+    let path = path.trim_start_matches('/');
+    Ok(relata_testkit::http::get(&format!("http://{addr}/{path}"))
+        .await?
+        .1)
 }
 
 pub fn free_port() -> Result<u16> {

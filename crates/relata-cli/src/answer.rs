@@ -34,11 +34,11 @@ pub struct ServeArgs {
     #[arg(long, visible_alias = "listen", default_value = "127.0.0.1:8080")]
     pub addr: SocketAddr,
     /// Questions answered at once; more wait up to 10 s, then get 503.
-    #[arg(long, default_value_t = 8)]
-    pub max_concurrency: usize,
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_concurrency: u16,
     /// Deadline of one answer in seconds (retrieval, the model with its retries, the
     /// record); past it the request gets 504.
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 300, value_parser = clap::value_parser!(u64).range(1..=86_400))]
     pub request_timeout_secs: u64,
 }
 
@@ -179,8 +179,8 @@ pub async fn serve(config: &Config, args: ServeArgs) -> Result<u8> {
         answerer,
         Arc::new(registry),
         relata_answer::server::ServeConfig {
-            max_concurrency: args.max_concurrency.max(1),
-            request_timeout: std::time::Duration::from_secs(args.request_timeout_secs.max(1)),
+            max_concurrency: usize::from(args.max_concurrency),
+            request_timeout: std::time::Duration::from_secs(args.request_timeout_secs),
             ..relata_answer::server::ServeConfig::default()
         },
     );

@@ -1,13 +1,20 @@
 //! Configuration: a TOML file (`--config`), then `RELATA_*` environment variables on top,
 //! validated before anything connects. Plain serde data with unknown fields refused;
 //! building running components from it is a separate step.
+//!
+//! Every value is typed when it is loaded, from either source: durations
+//! ([`Millis`], [`Hours`]), the listen address ([`SocketAddr`]), the database and broker
+//! URLs ([`DatabaseUrl`], [`AmqpUrl`]) and counts. A value that is present but cannot be
+//! read stops the command at start-up with an error naming the key (the TOML key with its
+//! line, or the environment variable); it never falls back to the default. An empty
+//! environment variable counts as unset.
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use relata_core::settings::{Hours, Millis, SettingValue};
 use relata_core::{Check, Task};
 use relata_model::ModelConfig;
 use relata_queue::{BrokerConfig, TopologyConfig};
@@ -16,16 +23,93 @@ use relata_worker::WorkerSettings;
 
 pub const DEFAULT_DATABASE_URL: &str = "postgres://postgres@127.0.0.1:5432/relata";
 pub const DEFAULT_AMQP_URL: &str = "amqp://guest:guest@127.0.0.1:5672/%2f";
-pub const DEFAULT_METRICS_ADDR: &str = "127.0.0.1:9464";
+pub const DEFAULT_METRICS_ADDR: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 9464);
+
+/// A PostgreSQL URL (`postgres://user:password@host:port/database`), checked when loaded.
+/// `Debug` shows it with the password redacted.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DatabaseUrl(String);
+
+impl DatabaseUrl {
+    fn parse(text: &str) -> std::result::Result<DatabaseUrl, String> {
+        let text = text.trim();
+        match text.split_once("://") {
+            Some(("postgres" | "postgresql", rest)) if !rest.is_empty() => {
+                Ok(DatabaseUrl(text.to_owned()))
+            }
+            Some(_) => Err(format!(
+                "{} is not a PostgreSQL URL: relata takes postgres://user:password@host:port/database",
+                relata_queue::redact_url(text)
+            )),
+            None => Err(format!(
+                "{} is not a URL: relata takes postgres://user:password@host:port/database (key=value strings are not supported)",
+                relata_queue::redact_url(text)
+            )),
+        }
+    }
+}
+
+/// An AMQP URL (`amqp://user:password@host:port/vhost`) that lapin can connect with,
+/// checked when loaded. `Debug` shows it with the password redacted.
+#[derive(Clone, PartialEq, Eq)]
+pub struct AmqpUrl(String);
+
+impl AmqpUrl {
+    fn parse(text: &str) -> std::result::Result<AmqpUrl, String> {
+        let text = text.trim();
+        relata_queue::check_amqp_url(text).map_err(|e| e.to_string())?;
+        Ok(AmqpUrl(text.to_owned()))
+    }
+}
+
+macro_rules! url_setting {
+    ($t:ident, $default:expr, $what:literal) => {
+        impl std::ops::Deref for $t {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+        impl std::fmt::Debug for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&relata_queue::redact_url(&self.0))
+            }
+        }
+        impl Default for $t {
+            fn default() -> Self {
+                $t($default.to_owned())
+            }
+        }
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let text = String::deserialize(d)?;
+                // The message names no part of the value: the TOML error is shown with its
+                // line and key, and the value may hold a password.
+                $t::parse(&text).map_err(|_| serde::de::Error::custom(concat!("not ", $what)))
+            }
+        }
+    };
+}
+url_setting!(
+    DatabaseUrl,
+    DEFAULT_DATABASE_URL,
+    "a PostgreSQL URL (postgres://user:password@host:port/database)"
+);
+url_setting!(
+    AmqpUrl,
+    DEFAULT_AMQP_URL,
+    "an AMQP URL (amqp://user:password@host:port/vhost)"
+);
 
 #[derive(Debug, Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
-    pub database_url: String,
+    pub database_url: DatabaseUrl,
     /// Connections in a process's PostgreSQL pool; give a worker at least its concurrency.
     pub database_max_connections: u32,
-    pub amqp_url: String,
-    pub metrics_addr: String,
+    pub amqp_url: AmqpUrl,
+    pub metrics_addr: SocketAddr,
     pub model: ModelConfig,
     pub queue: TopologyConfig,
     pub worker: WorkerConfig,
@@ -58,11 +142,15 @@ pub struct ReviewConfig {
     pub reviewers: Vec<String>,
     /// How old the oldest pending candidate may get before `RelataReviewQueueStale`
     /// fires (exported as `relata_review_stale_after_seconds`).
-    pub stale_after_hours: u64,
+    pub stale_after_hours: Hours,
     /// How often a worker's promoter judges new candidates.
-    pub promote_interval_ms: u64,
+    pub promote_interval_ms: Millis,
     /// Candidates of each kind judged per promoter transaction.
     pub promote_batch: u32,
+    /// Whether this worker runs a promoter beside its job loop. Off, its candidates wait
+    /// for another worker's promoter or `relata promote` (a fleet may keep one promoter,
+    /// and `relata-bench overhead --no-promoter` measures the pipeline without it).
+    pub promoter: bool,
     /// Mark the review page's session cookie `Secure` (the page is reached over TLS).
     pub secure_cookies: bool,
 }
@@ -71,9 +159,10 @@ impl Default for ReviewConfig {
     fn default() -> Self {
         ReviewConfig {
             reviewers: Vec::new(),
-            stale_after_hours: 24,
-            promote_interval_ms: 2_000,
+            stale_after_hours: Hours::new(24),
+            promote_interval_ms: Millis::from_ms(2_000),
             promote_batch: 500,
+            promoter: true,
             secure_cookies: false,
         }
     }
@@ -97,14 +186,16 @@ impl Default for SupportConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct WorkerConfig {
     pub concurrency: u16,
-    pub shutdown_deadline_ms: u64,
+    pub shutdown_deadline_ms: Millis,
     pub candidate_k: u32,
     pub classify_batch: usize,
-    pub commit_retry_max_ms: u64,
+    pub commit_retry_max_ms: Millis,
     /// `pause` (default) or `exit` when the provider refuses the deployment.
     pub on_provider_refusal: relata_worker::OnProviderRefusal,
-    pub provider_retry_min_ms: u64,
-    pub provider_retry_max_ms: u64,
+    pub provider_retry_min_ms: Millis,
+    pub provider_retry_max_ms: Millis,
+    /// How often a worker logs its one-line progress summary.
+    pub summary_interval_ms: Millis,
 }
 
 #[derive(Debug, Clone, serde::Deserialize)]
@@ -116,10 +207,10 @@ pub struct IngestConfig {
 impl Default for Config {
     fn default() -> Self {
         Config {
-            database_url: DEFAULT_DATABASE_URL.into(),
+            database_url: DatabaseUrl::default(),
             database_max_connections: 10,
-            amqp_url: DEFAULT_AMQP_URL.into(),
-            metrics_addr: DEFAULT_METRICS_ADDR.into(),
+            amqp_url: AmqpUrl::default(),
+            metrics_addr: DEFAULT_METRICS_ADDR,
             model: ModelConfig::default(),
             queue: TopologyConfig::default(),
             worker: WorkerConfig::default(),
@@ -137,13 +228,14 @@ impl Default for WorkerConfig {
     fn default() -> Self {
         WorkerConfig {
             concurrency: 4,
-            shutdown_deadline_ms: 30_000,
+            shutdown_deadline_ms: Millis::from_ms(30_000),
             candidate_k: 5,
             classify_batch: 10,
-            commit_retry_max_ms: 30_000,
+            commit_retry_max_ms: Millis::from_ms(30_000),
             on_provider_refusal: relata_worker::OnProviderRefusal::Pause,
-            provider_retry_min_ms: 10_000,
-            provider_retry_max_ms: 300_000,
+            provider_retry_min_ms: Millis::from_ms(10_000),
+            provider_retry_max_ms: Millis::from_ms(300_000),
+            summary_interval_ms: Millis::from_ms(60_000),
         }
     }
 }
@@ -239,15 +331,24 @@ fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
-fn env_num<T: std::str::FromStr>(name: &str, slot: &mut T) -> Result<()>
-where
-    T::Err: std::fmt::Display,
-{
+/// Set `slot` from the environment variable `name` when it is set: typed, or an error
+/// naming the variable.
+fn env_value<T: SettingValue>(name: &str, slot: &mut T) -> Result<()> {
     if let Some(v) = env(name) {
-        *slot = v
-            .trim()
-            .parse()
-            .map_err(|e| anyhow::anyhow!("{name}={v:?}: {e}"))?;
+        *slot = relata_core::settings::parse(name, &v)?;
+    }
+    Ok(())
+}
+
+/// Set `slot` from `name` with a parser of the value's own (a URL, an enum).
+fn env_with<T>(
+    name: &str,
+    slot: &mut T,
+    parse: impl FnOnce(&str) -> std::result::Result<T, String>,
+) -> Result<()> {
+    if let Some(v) = env(name) {
+        *slot =
+            parse(&v).map_err(|problem| relata_core::settings::SettingError::new(name, problem))?;
     }
     Ok(())
 }
@@ -269,82 +370,85 @@ impl Config {
             }
             None => Config::default(),
         };
-        if let Some(v) = env("RELATA_DATABASE_URL") {
-            config.database_url = v;
-        }
-        if let Some(v) = env("RELATA_AMQP_URL") {
-            config.amqp_url = v;
-        }
-        if let Some(v) = env("RELATA_METRICS_ADDR") {
-            config.metrics_addr = v;
-        }
+        env_with(
+            "RELATA_DATABASE_URL",
+            &mut config.database_url,
+            DatabaseUrl::parse,
+        )?;
+        env_with("RELATA_AMQP_URL", &mut config.amqp_url, AmqpUrl::parse)?;
+        env_value("RELATA_METRICS_ADDR", &mut config.metrics_addr)?;
         if let Some(v) = env("RELATA_QUEUE_PREFIX") {
             config.queue.prefix = v;
         }
         if let Some(v) = env("RELATA_RETRY_DELAYS_MS") {
             config.queue.retry_delays_ms = v
                 .split(',')
-                .map(|s| s.trim().parse::<u64>())
-                .collect::<Result<_, _>>()
-                .map_err(|e| anyhow::anyhow!("RELATA_RETRY_DELAYS_MS={v:?}: {e}"))?;
+                .map(|s| {
+                    relata_core::settings::parse::<Millis>("RELATA_RETRY_DELAYS_MS", s)
+                        .map(Millis::ms)
+                })
+                .collect::<Result<_, _>>()?;
         }
-        env_num("RELATA_DELIVERY_LIMIT", &mut config.queue.delivery_limit)?;
-        env_num(
+        env_value("RELATA_DELIVERY_LIMIT", &mut config.queue.delivery_limit)?;
+        env_value(
             "RELATA_DATABASE_MAX_CONNECTIONS",
             &mut config.database_max_connections,
         )?;
-        if config.database_max_connections == 0 {
-            bail!("RELATA_DATABASE_MAX_CONNECTIONS must be at least 1");
-        }
-        env_num("RELATA_WORKER_CONCURRENCY", &mut config.worker.concurrency)?;
-        env_num(
+        env_value("RELATA_WORKER_CONCURRENCY", &mut config.worker.concurrency)?;
+        env_value(
             "RELATA_WORKER_SHUTDOWN_DEADLINE_MS",
             &mut config.worker.shutdown_deadline_ms,
         )?;
-        env_num("RELATA_CANDIDATE_K", &mut config.worker.candidate_k)?;
-        env_num("RELATA_CLASSIFY_BATCH", &mut config.worker.classify_batch)?;
-        env_num(
+        env_value("RELATA_CANDIDATE_K", &mut config.worker.candidate_k)?;
+        env_value("RELATA_CLASSIFY_BATCH", &mut config.worker.classify_batch)?;
+        env_value(
             "RELATA_COMMIT_RETRY_MAX_MS",
             &mut config.worker.commit_retry_max_ms,
         )?;
-        env_num(
+        env_with(
             "RELATA_WORKER_ON_PROVIDER_REFUSAL",
             &mut config.worker.on_provider_refusal,
+            |v| v.trim().parse().map_err(|e| format!("{e}")),
         )?;
-        env_num(
+        env_value(
             "RELATA_WORKER_PROVIDER_RETRY_MIN_MS",
             &mut config.worker.provider_retry_min_ms,
         )?;
-        env_num(
+        env_value(
             "RELATA_WORKER_PROVIDER_RETRY_MAX_MS",
             &mut config.worker.provider_retry_max_ms,
         )?;
-        env_num("RELATA_MAX_CHUNK_BYTES", &mut config.ingest.max_chunk_bytes)?;
-        env_num("RELATA_SUPPORT_MIN_SHARE", &mut config.support.min_share)?;
+        env_value(
+            "RELATA_WORKER_SUMMARY_INTERVAL_MS",
+            &mut config.worker.summary_interval_ms,
+        )?;
+        env_value("RELATA_MAX_CHUNK_BYTES", &mut config.ingest.max_chunk_bytes)?;
+        env_value("RELATA_SUPPORT_MIN_SHARE", &mut config.support.min_share)?;
         if let Some(v) = env("RELATA_REVIEWERS") {
             config.review.reviewers = v.split(',').map(|n| n.trim().to_owned()).collect();
         }
-        env_num(
+        env_value(
             "RELATA_REVIEW_STALE_AFTER_HOURS",
             &mut config.review.stale_after_hours,
         )?;
-        env_num(
+        env_value(
             "RELATA_PROMOTE_INTERVAL_MS",
             &mut config.review.promote_interval_ms,
         )?;
-        env_num("RELATA_PROMOTE_BATCH", &mut config.review.promote_batch)?;
+        env_value("RELATA_PROMOTE_BATCH", &mut config.review.promote_batch)?;
+        env_value("RELATA_PROMOTER", &mut config.review.promoter)?;
+        // The model's settings are typed here too, so a bad one stops every command, not
+        // only those that call the model; whether the required ones are there (URL, name,
+        // key) is asked by the commands that need them (`Config::model`).
+        config.model = config
+            .model
+            .apply_env(|k| std::env::var(k).ok())
+            .context("model configuration")?;
         config.check_bounds()?;
         // A policy or reviewer list that cannot be used stops every command here, before
         // anything connects.
         config.policy()?;
         config.reviewers()?;
-        relata_queue::check_amqp_url(&config.amqp_url).context("RELATA_AMQP_URL")?;
-        if !config.database_url.contains("://") {
-            bail!(
-                "RELATA_DATABASE_URL {} is not a URL: relata takes postgres://user:password@host:port/database (key=value strings are not supported)",
-                relata_queue::redact_url(&config.database_url)
-            );
-        }
         Ok(config)
     }
 
@@ -369,20 +473,26 @@ impl Config {
         within("RELATA_WORKER_CONCURRENCY", w.concurrency, 1, 1024)?;
         within(
             "RELATA_WORKER_SHUTDOWN_DEADLINE_MS",
-            w.shutdown_deadline_ms,
+            w.shutdown_deadline_ms.ms(),
             0,
             3_600_000,
+        )?;
+        within(
+            "RELATA_WORKER_SUMMARY_INTERVAL_MS",
+            w.summary_interval_ms.ms(),
+            10,
+            86_400_000,
         )?;
         within("RELATA_CANDIDATE_K", w.candidate_k, 1, 1000)?;
         within(
             "RELATA_REVIEW_STALE_AFTER_HOURS",
-            self.review.stale_after_hours,
+            self.review.stale_after_hours.hours(),
             1,
             24 * 365,
         )?;
         within(
             "RELATA_PROMOTE_INTERVAL_MS",
-            self.review.promote_interval_ms,
+            self.review.promote_interval_ms.ms(),
             10,
             3_600_000,
         )?;
@@ -395,7 +505,7 @@ impl Config {
         )?;
         within(
             "RELATA_COMMIT_RETRY_MAX_MS",
-            w.commit_retry_max_ms,
+            w.commit_retry_max_ms.ms(),
             0,
             3_600_000,
         )?;
@@ -418,7 +528,7 @@ impl Config {
 
     /// The model name alone (for commands that compute task versions but call no model).
     pub fn model_name(&self) -> Result<String> {
-        let name = env("RELATA_MODEL_NAME").unwrap_or_else(|| self.model.model.clone());
+        let name = self.model.model.clone();
         if name.trim().is_empty() {
             bail!(
                 "RELATA_MODEL_NAME is not set: the model name is part of every task version (it decides which jobs exist)"
@@ -427,16 +537,10 @@ impl Config {
         Ok(name)
     }
 
-    /// The extraction prompt (`RELATA_MODEL_EXTRACT_PROMPT` over `[model] extract_prompt`),
-    /// for commands that compute task versions but call no model.
+    /// The extraction prompt (`RELATA_MODEL_EXTRACT_PROMPT` over `[model] extract_prompt`,
+    /// applied when loaded), for commands that compute task versions but call no model.
     pub fn extract_prompt(&self) -> Result<relata_model::ExtractPrompt> {
-        match env("RELATA_MODEL_EXTRACT_PROMPT") {
-            Some(v) => v
-                .trim()
-                .parse()
-                .map_err(|e| anyhow::anyhow!("RELATA_MODEL_EXTRACT_PROMPT: {e}")),
-            None => Ok(self.model.extract_prompt),
-        }
+        Ok(self.model.extract_prompt)
     }
 
     /// The current task version of `task`: its contract, the configured prompt and model.
@@ -452,17 +556,26 @@ impl Config {
     pub fn broker(&self) -> BrokerConfig {
         BrokerConfig {
             topology: self.queue.clone(),
-            ..BrokerConfig::new(self.amqp_url.clone())
+            ..BrokerConfig::new(self.amqp_url.to_string())
         }
     }
 
-    pub fn metrics_addr(&self) -> Result<SocketAddr> {
-        self.metrics_addr.parse().with_context(|| {
-            format!(
-                "RELATA_METRICS_ADDR {:?} is not host:port",
-                self.metrics_addr
-            )
-        })
+    /// The store's pool settings: every command that opens the store takes them from here,
+    /// so `RELATA_DATABASE_MAX_CONNECTIONS` holds for all of them.
+    pub fn store_options(&self) -> relata_store::StoreOptions {
+        relata_store::StoreOptions {
+            max_connections: self.database_max_connections,
+            ..relata_store::StoreOptions::default()
+        }
+    }
+
+    /// The worker's promoter pool: its own, so its transactions never take a connection a
+    /// commit is waiting for; two connections at most, and never more than the setting.
+    pub fn promoter_store_options(&self) -> relata_store::StoreOptions {
+        relata_store::StoreOptions {
+            max_connections: self.database_max_connections.min(2),
+            ..relata_store::StoreOptions::default()
+        }
     }
 
     pub fn gate(&self) -> Result<GateConfig> {
@@ -518,20 +631,21 @@ impl Config {
                 relata_core::contract::bounds::MAX_RELATIONS
             );
         }
-        if w.provider_retry_min_ms == 0 || w.provider_retry_min_ms > w.provider_retry_max_ms {
+        if w.provider_retry_min_ms.ms() == 0 || w.provider_retry_min_ms > w.provider_retry_max_ms {
             bail!(
                 "RELATA_WORKER_PROVIDER_RETRY_MIN_MS must be at least 1 and at most RELATA_WORKER_PROVIDER_RETRY_MAX_MS"
             );
         }
         Ok(WorkerSettings {
             on_provider_refusal: w.on_provider_refusal,
-            provider_retry_min: Duration::from_millis(w.provider_retry_min_ms),
-            provider_retry_max: Duration::from_millis(w.provider_retry_max_ms),
+            provider_retry_min: w.provider_retry_min_ms.duration(),
+            provider_retry_max: w.provider_retry_max_ms.duration(),
             concurrency: w.concurrency,
-            shutdown_deadline: Duration::from_millis(w.shutdown_deadline_ms),
+            shutdown_deadline: w.shutdown_deadline_ms.duration(),
             candidate_k: w.candidate_k,
             classify_batch: w.classify_batch,
-            commit_retry_max_elapsed: Duration::from_millis(w.commit_retry_max_ms),
+            commit_retry_max_elapsed: w.commit_retry_max_ms.duration(),
+            summary_interval: w.summary_interval_ms.duration(),
             ..WorkerSettings::new(task)
         })
     }
@@ -677,6 +791,19 @@ mod tests {
     }
 
     #[test]
+    fn the_promoter_is_on_unless_switched_off_and_the_switch_is_a_boolean() {
+        assert!(Config::default().review.promoter);
+        let path = file("[review]\npromoter = false\n");
+        let config = Config::load(Some(&path)).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert!(!config.review.promoter);
+        let path = file("[review]\npromoter = \"off\"\n");
+        let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
+        std::fs::remove_file(&path).unwrap();
+        assert!(err.contains("key promoter"), "{err}");
+    }
+
+    #[test]
     fn reviewers_are_read_and_a_blank_or_repeated_name_is_refused() {
         let path = file("[review]\nreviewers = [\"Ada Lovelace\", \"Grace Hopper\"]\n");
         let config = Config::load(Some(&path)).unwrap();
@@ -693,6 +820,92 @@ mod tests {
             std::fs::remove_file(&path).unwrap();
             assert!(err.contains("reviewers"), "{err}");
         }
+    }
+
+    #[test]
+    fn each_kind_of_bad_value_in_the_file_is_refused_naming_its_key() {
+        for (text, key, says) in [
+            (
+                "[worker]\nshutdown_deadline_ms = \"30s\"\n",
+                "line 2, key shutdown_deadline_ms",
+                "milliseconds",
+            ),
+            (
+                "[worker]\nsummary_interval_ms = -5\n",
+                "line 2, key summary_interval_ms",
+                "negative",
+            ),
+            (
+                "[review]\nstale_after_hours = 1.5\n",
+                "line 2, key stale_after_hours",
+                "hours",
+            ),
+            (
+                "metrics_addr = \"localhost\"\n",
+                "line 1, key metrics_addr",
+                "",
+            ),
+            (
+                "database_url = \"mysql://u:SENTINEL@h/db\"\n",
+                "line 1, key database_url",
+                "not a PostgreSQL URL",
+            ),
+            (
+                "amqp_url = \"http://u:SENTINEL@h/\"\n",
+                "line 1, key amqp_url",
+                "not an AMQP URL",
+            ),
+            (
+                "database_max_connections = 2.5\n",
+                "line 1, key database_max_connections",
+                "",
+            ),
+            (
+                "[model]\nrequest_timeout_ms = \"abc\"\n",
+                "line 2, key request_timeout_ms",
+                "",
+            ),
+            (
+                "[model]\nurl = \"ftp://h/v1\"\n",
+                "RELATA_MODEL_URL",
+                "must start with http",
+            ),
+        ] {
+            let path = file(text);
+            let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
+            std::fs::remove_file(&path).unwrap();
+            assert!(err.contains(key) && err.contains(says), "{text}: {err}");
+            assert!(!err.contains("SENTINEL"), "{err}");
+        }
+    }
+
+    #[test]
+    fn values_are_typed_when_loaded() {
+        let path = file(
+            "metrics_addr = \"0.0.0.0:9999\"\n[worker]\nsummary_interval_ms = 1500\n[review]\nstale_after_hours = 2\n",
+        );
+        let config = Config::load(Some(&path)).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(config.metrics_addr.port(), 9999);
+        let w = config.worker(Task::Extract).unwrap();
+        assert_eq!(w.summary_interval, std::time::Duration::from_millis(1500));
+        assert_eq!(
+            config.review.stale_after_hours.duration(),
+            std::time::Duration::from_secs(7200)
+        );
+    }
+
+    #[test]
+    fn every_store_pool_honours_the_connection_setting() {
+        let mut config = Config {
+            database_max_connections: 1,
+            ..Config::default()
+        };
+        assert_eq!(config.store_options().max_connections, 1);
+        assert_eq!(config.promoter_store_options().max_connections, 1);
+        config.database_max_connections = 40;
+        assert_eq!(config.store_options().max_connections, 40);
+        assert_eq!(config.promoter_store_options().max_connections, 2);
     }
 
     #[test]

@@ -21,11 +21,7 @@ use crate::config::Config;
 use crate::out::outln;
 
 async fn connect_store(config: &Config) -> Result<Store> {
-    let options = relata_store::StoreOptions {
-        max_connections: config.database_max_connections,
-        ..relata_store::StoreOptions::default()
-    };
-    Store::connect_with(&config.database_url, &options)
+    Store::connect_with(&config.database_url, &config.store_options())
         .await
         .with_context(|| {
             format!(
@@ -229,7 +225,7 @@ pub async fn worker(config: &Config, args: WorkerArgs) -> Result<u8> {
     settings.exit_when_idle = args.exit_when_idle.map(Duration::from_secs);
     let model_config = config.model()?;
     let gate = config.gate()?;
-    let addr = config.metrics_addr()?;
+    let addr = config.metrics_addr;
 
     let policy = config.policy()?;
     let mut registry = Registry::default();
@@ -249,37 +245,40 @@ pub async fn worker(config: &Config, args: WorkerArgs) -> Result<u8> {
 
     // The promoter has its own small pool: its transactions never take a connection a
     // commit is waiting for, and its failures never reach the job loop.
-    let promoter_store = Store::connect_with(
-        &config.database_url,
-        &relata_store::StoreOptions {
-            max_connections: 2,
-            ..relata_store::StoreOptions::default()
-        },
-    )
-    .await
-    .with_context(|| {
-        format!(
-            "cannot connect to PostgreSQL at {}",
-            redact_url(&config.database_url)
-        )
-    })?;
-    let promoter = relata_worker::Promoter::new(
-        promoter_store,
-        policy,
-        relata_worker::PromoterSettings {
-            interval: Duration::from_millis(config.review.promote_interval_ms),
-            batch: i64::from(config.review.promote_batch),
-            stale_after: Duration::from_secs(config.review.stale_after_hours * 3600),
-        },
-        promotion_metrics,
-    );
-    let (stop_promoter, promoter_stopped) = tokio::sync::oneshot::channel::<()>();
-    let promoter = tokio::spawn(promoter.run(
-        async move {
-            let _ = promoter_stopped.await;
-        },
-        Duration::from_secs(10),
-    ));
+    let promoter = if config.review.promoter {
+        let promoter_store =
+            Store::connect_with(&config.database_url, &config.promoter_store_options())
+                .await
+                .with_context(|| {
+                    format!(
+                        "cannot connect to PostgreSQL at {}",
+                        redact_url(&config.database_url)
+                    )
+                })?;
+        let promoter = relata_worker::Promoter::new(
+            promoter_store,
+            policy,
+            relata_worker::PromoterSettings {
+                interval: config.review.promote_interval_ms.duration(),
+                batch: i64::from(config.review.promote_batch),
+                stale_after: config.review.stale_after_hours.duration(),
+            },
+            promotion_metrics,
+        );
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(promoter.run(
+            async move {
+                let _ = stopped.await;
+            },
+            Duration::from_secs(10),
+        ));
+        Some((stop, task))
+    } else {
+        tracing::info!(
+            "no promoter in this worker ([review] promoter = false): its candidates wait for another worker's promoter or `relata promote`"
+        );
+        None
+    };
 
     let broker = broker(config).await?;
     let worker = Arc::new(Worker::new(
@@ -292,8 +291,10 @@ pub async fn worker(config: &Config, args: WorkerArgs) -> Result<u8> {
         readiness,
     ));
     let run = worker.run(crate::signal::shutdown()).await;
-    let _ = stop_promoter.send(());
-    let _ = promoter.await;
+    if let Some((stop, task)) = promoter {
+        let _ = stop.send(());
+        let _ = task.await;
+    }
     server.abort();
     match run {
         Ok(summary) => {
@@ -396,6 +397,10 @@ pub async fn status(config: &Config, json: bool) -> Result<u8> {
     for c in &status.candidates {
         outln!("  {:<9} {:<9} {}", c.kind, c.state, c.count)?;
     }
+    outln!(
+        "waiting for review: {} (`relata review list`)",
+        status.review_pending
+    )?;
     let r = &status.invalid_last_24h;
     let pct = |x: Option<f64>| x.map_or_else(|| "-".to_owned(), |x| format!("{:.1}%", x * 100.0));
     outln!(

@@ -72,6 +72,76 @@ fn numbers_beyond_their_range_are_usage_errors_not_panics() {
 }
 
 #[test]
+fn each_kind_of_bad_setting_stops_start_up_naming_the_variable() {
+    for (var, value, says) in [
+        (
+            "RELATA_WORKER_SHUTDOWN_DEADLINE_MS",
+            "abc",
+            r#"RELATA_WORKER_SHUTDOWN_DEADLINE_MS: "abc" is not a number of milliseconds"#,
+        ),
+        (
+            "RELATA_MODEL_REQUEST_TIMEOUT_MS",
+            "30s",
+            r#"RELATA_MODEL_REQUEST_TIMEOUT_MS: "30s" is not a number of milliseconds"#,
+        ),
+        (
+            "RELATA_REVIEW_STALE_AFTER_HOURS",
+            "1.5",
+            r#"RELATA_REVIEW_STALE_AFTER_HOURS: "1.5" is not a number of hours"#,
+        ),
+        (
+            "RELATA_WORKER_SUMMARY_INTERVAL_MS",
+            "-1",
+            r#"RELATA_WORKER_SUMMARY_INTERVAL_MS: "-1" is not a number of milliseconds"#,
+        ),
+        (
+            "RELATA_METRICS_ADDR",
+            "localhost:9464",
+            r#"RELATA_METRICS_ADDR: "localhost:9464" is not host:port"#,
+        ),
+        (
+            "RELATA_DATABASE_MAX_CONNECTIONS",
+            "ten",
+            r#"RELATA_DATABASE_MAX_CONNECTIONS: "ten" is not a whole number"#,
+        ),
+        (
+            "RELATA_MODEL_MAX_CONCURRENCY",
+            "lots",
+            r#"RELATA_MODEL_MAX_CONCURRENCY: "lots" is not a whole number"#,
+        ),
+        (
+            "RELATA_SUPPORT_MIN_SHARE",
+            "most",
+            r#"RELATA_SUPPORT_MIN_SHARE: "most" is not a number"#,
+        ),
+        (
+            "RELATA_DATABASE_URL",
+            "mysql://u:SENTINEL-hunter2@h/db",
+            "RELATA_DATABASE_URL: mysql://u:***@h/db is not a PostgreSQL URL",
+        ),
+        (
+            "RELATA_AMQP_URL",
+            "http://u:SENTINEL-hunter2@h/",
+            "RELATA_AMQP_URL: ",
+        ),
+        (
+            "RELATA_MODEL_URL",
+            "ftp://h/v1",
+            "RELATA_MODEL_URL: must start with http:// or https://",
+        ),
+        (
+            "RELATA_WORKER_ON_PROVIDER_REFUSAL",
+            "retry",
+            "RELATA_WORKER_ON_PROVIDER_REFUSAL: ",
+        ),
+    ] {
+        // `status` calls no model and needs no worker setting: a bad value stops it all
+        // the same, before anything connects.
+        assert_refused(&relata(&["status"], &[(var, value)]), says);
+    }
+}
+
+#[test]
 fn a_log_filter_or_format_that_cannot_be_read_is_refused() {
     assert_refused(
         &relata(&["status"], &[("RELATA_LOG", "relata=[[nonsense")]),

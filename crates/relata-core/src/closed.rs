@@ -50,7 +50,7 @@ macro_rules! closed_enum {
                     $( $s => Ok($name::$variant), )+
                     _ => Err($crate::UnknownLabel {
                         kind: $kind,
-                        value: s.chars().take(64).collect(),
+                        value: $crate::text::head_chars(s, 64).0.to_owned(),
                         expected: [$( $s ),+].join(", "),
                     }),
                 }

@@ -28,7 +28,7 @@ impl Handle {
     }
 
     pub fn parse(s: &str) -> Result<Handle, HandleError> {
-        let err = || HandleError(s.chars().take(32).collect());
+        let err = || HandleError(crate::text::head_chars(s, 32).0.to_owned());
         let digits = s.strip_prefix('C').ok_or_else(err)?;
         if digits.is_empty()
             || digits.len() > MAX_DIGITS
@@ -95,7 +95,7 @@ impl SourceHandle {
     }
 
     pub fn parse(s: &str) -> Result<SourceHandle, SourceHandleError> {
-        let err = || SourceHandleError(s.chars().take(32).collect());
+        let err = || SourceHandleError(crate::text::head_chars(s, 32).0.to_owned());
         let digits = s.strip_prefix('S').ok_or_else(err)?;
         if digits.is_empty()
             || digits.len() > MAX_DIGITS

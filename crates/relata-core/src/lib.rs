@@ -17,6 +17,7 @@ pub mod job;
 pub mod labels;
 pub mod promotion;
 pub mod sentences;
+pub mod settings;
 pub mod task;
 pub mod text;
 

@@ -58,7 +58,7 @@ impl std::str::FromStr for Dialect {
                 name: "RELATA_MODEL_DIALECT",
                 problem: format!(
                     "{:?} is not a dialect; expected json_schema, json_object_schema or none",
-                    s.chars().take(40).collect::<String>()
+                    relata_core::text::head_chars(s, 40).0
                 ),
             })
     }
@@ -144,14 +144,35 @@ impl Default for ModelConfig {
     }
 }
 
-fn parse<T: std::str::FromStr>(name: &'static str, value: &str) -> Result<T, ConfigError>
-where
-    T::Err: std::fmt::Display,
-{
-    value.trim().parse().map_err(|e| ConfigError::Invalid {
+/// `value` typed, or an error naming `name` and saying what a good value is
+/// (`RELATA_MODEL_REQUEST_TIMEOUT_MS: "abc" is not a whole number`).
+fn parse<T: relata_core::settings::SettingValue>(
+    name: &'static str,
+    value: &str,
+) -> Result<T, ConfigError> {
+    relata_core::settings::parse(name, value).map_err(|e| ConfigError::Invalid {
         name,
-        problem: format!("{e}"),
+        problem: e.problem,
     })
+}
+
+/// The base URL's shape: http(s), and not the completions route itself.
+fn check_url(url: &str) -> Result<(), ConfigError> {
+    let invalid = |problem: &str| {
+        Err(ConfigError::Invalid {
+            name: "RELATA_MODEL_URL",
+            problem: problem.to_owned(),
+        })
+    };
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return invalid("must start with http:// or https:// (e.g. http://127.0.0.1:11434/v1)");
+    }
+    if url.contains("/chat/completions") {
+        return invalid(
+            "is the base URL (e.g. http://127.0.0.1:11434/v1); /chat/completions is appended",
+        );
+    }
+    Ok(())
 }
 
 impl ModelConfig {
@@ -163,6 +184,20 @@ impl ModelConfig {
     /// Apply environment variables (looked up through `lookup`) over `self`, load the API
     /// key, and validate.
     pub fn with_env(
+        self,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> Result<ModelConfig, ConfigError> {
+        let mut config = self.apply_env(&lookup)?;
+        config.load_api_key(&lookup)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Apply environment variables over `self`, each parsed into its type (a value that
+    /// cannot be read is an error naming the variable, never the default), without
+    /// asking for the settings a model call needs (URL, name, key): a command that calls
+    /// no model still refuses a bad model setting at start-up.
+    pub fn apply_env(
         mut self,
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<ModelConfig, ConfigError> {
@@ -173,8 +208,18 @@ impl ModelConfig {
                 }
             };
         }
+        macro_rules! ms {
+            ($var:literal, $field:ident) => {
+                if let Some(v) = lookup($var) {
+                    self.$field = parse::<relata_core::settings::Millis>($var, &v)?.ms();
+                }
+            };
+        }
         if let Some(v) = lookup("RELATA_MODEL_URL") {
             self.url = v;
+        }
+        if !self.url.trim().is_empty() {
+            check_url(&self.url)?;
         }
         if let Some(v) = lookup("RELATA_MODEL_NAME") {
             self.model = v;
@@ -191,13 +236,13 @@ impl ModelConfig {
         if let Some(v) = lookup("RELATA_MODEL_API_KEY_FILE") {
             self.api_key_file = Some(PathBuf::from(v));
         }
-        num!("RELATA_MODEL_CONNECT_TIMEOUT_MS", connect_timeout_ms);
-        num!("RELATA_MODEL_REQUEST_TIMEOUT_MS", request_timeout_ms);
+        ms!("RELATA_MODEL_CONNECT_TIMEOUT_MS", connect_timeout_ms);
+        ms!("RELATA_MODEL_REQUEST_TIMEOUT_MS", request_timeout_ms);
         num!("RELATA_MODEL_RETRY_MAX_ATTEMPTS", retry_max_attempts);
-        num!("RELATA_MODEL_RETRY_MAX_ELAPSED_MS", retry_max_elapsed_ms);
-        num!("RELATA_MODEL_RETRY_BASE_DELAY_MS", retry_base_delay_ms);
-        num!("RELATA_MODEL_RETRY_MAX_DELAY_MS", retry_max_delay_ms);
-        num!("RELATA_MODEL_RETRY_AFTER_CAP_MS", retry_after_cap_ms);
+        ms!("RELATA_MODEL_RETRY_MAX_ELAPSED_MS", retry_max_elapsed_ms);
+        ms!("RELATA_MODEL_RETRY_BASE_DELAY_MS", retry_base_delay_ms);
+        ms!("RELATA_MODEL_RETRY_MAX_DELAY_MS", retry_max_delay_ms);
+        ms!("RELATA_MODEL_RETRY_AFTER_CAP_MS", retry_after_cap_ms);
         num!("RELATA_MODEL_MAX_CONCURRENCY", max_concurrency);
         num!("RELATA_MODEL_MAX_TOKENS", max_tokens);
         num!("RELATA_MODEL_TEMPERATURE", temperature);
@@ -209,6 +254,11 @@ impl ModelConfig {
                 Some(parse("RELATA_MODEL_SEED", &v)?)
             };
         }
+        Ok(self)
+    }
+
+    /// The API key from `RELATA_MODEL_API_KEY` or the key file, if either is set.
+    fn load_api_key(&mut self, lookup: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
         let env_key = lookup("RELATA_MODEL_API_KEY").filter(|k| !k.trim().is_empty());
         match (env_key, &self.api_key_file) {
             (Some(_), Some(_)) => {
@@ -241,8 +291,7 @@ impl ModelConfig {
             }
             (None, None) => {}
         }
-        self.validate()?;
-        Ok(self)
+        Ok(())
     }
 
     /// Check every setting; the first problem is reported with the variable's name.
@@ -258,18 +307,7 @@ impl ModelConfig {
                 name: "RELATA_MODEL_URL",
             });
         }
-        if !(self.url.starts_with("http://") || self.url.starts_with("https://")) {
-            return invalid(
-                "RELATA_MODEL_URL",
-                "must start with http:// or https:// (e.g. http://127.0.0.1:11434/v1)",
-            );
-        }
-        if self.url.contains("/chat/completions") {
-            return invalid(
-                "RELATA_MODEL_URL",
-                "is the base URL (e.g. http://127.0.0.1:11434/v1); /chat/completions is appended",
-            );
-        }
+        check_url(&self.url)?;
         if self.model.trim().is_empty() {
             return Err(ConfigError::Missing {
                 name: "RELATA_MODEL_NAME",

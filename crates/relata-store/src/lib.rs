@@ -47,7 +47,6 @@ pub mod measure;
 mod normalize;
 mod pairs;
 pub mod promotion;
-mod review;
 mod review_tokens;
 mod status;
 #[cfg(feature = "test-support")]
@@ -85,7 +84,6 @@ pub use promotion::{
 };
 /// Dead-letter reasons are relata-core's closed set (also the queue's header and label).
 pub use relata_core::DeadReason;
-pub use review::ReviewItem;
 pub use review_tokens::review_token_sha256;
 pub use status::{DeadLetterCount, InvalidRate, JobCount, Status};
 pub use types::{

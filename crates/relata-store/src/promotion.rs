@@ -324,11 +324,11 @@ struct Unjudged {
 }
 
 // Each query selects: id, call id (null when the call is not on record), provenance
-// complete, task version, warnings, entity type, relation, sources, revision ids,
-// proposed at, candidate sha256.
+// complete (SQL `relata_provenance_complete`, one definition for every kind), task
+// version, warnings, entity type, relation, sources, revision ids, proposed at, candidate
+// sha256.
 const UNJUDGED_ENTITIES: &str = "
-    SELECT e.id, m.id, (m.id IS NOT NULL AND m.model <> '' AND m.prompt_version <> ''
-                        AND m.schema_id <> '' AND m.schema_sha256 <> ''),
+    SELECT e.id, m.id, relata_provenance_complete(m),
            coalesce(j.task_version_fingerprint, ''),
            ARRAY(SELECT w.warning FROM warnings w WHERE w.entity_id = e.id ORDER BY w.id),
            e.entity_type, NULL::text, ARRAY[d.source], ARRAY[e.revision_id],
@@ -342,8 +342,7 @@ const UNJUDGED_ENTITIES: &str = "
     ORDER BY e.id LIMIT $1";
 
 const UNJUDGED_CLAIMS: &str = "
-    SELECT c.id, m.id, (m.id IS NOT NULL AND m.model <> '' AND m.prompt_version <> ''
-                        AND m.schema_id <> '' AND m.schema_sha256 <> ''),
+    SELECT c.id, m.id, relata_provenance_complete(m),
            coalesce(j.task_version_fingerprint, ''),
            ARRAY(SELECT w.warning FROM warnings w WHERE w.claim_id = c.id ORDER BY w.id),
            NULL::text, NULL::text, ARRAY[d.source], ARRAY[c.revision_id],
@@ -357,8 +356,7 @@ const UNJUDGED_CLAIMS: &str = "
     ORDER BY c.id LIMIT $1";
 
 const UNJUDGED_RELATIONS: &str = "
-    SELECT x.id, m.id, (m.id IS NOT NULL AND m.model <> '' AND m.prompt_version <> ''
-                        AND m.schema_id <> '' AND m.schema_sha256 <> ''),
+    SELECT x.id, m.id, relata_provenance_complete(m),
            x.task_version_fingerprint,
            ARRAY(SELECT w.warning FROM warnings w WHERE w.relation_id = x.id ORDER BY w.id),
            NULL::text, x.relation,

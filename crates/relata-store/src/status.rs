@@ -1,6 +1,6 @@
 //! What the ledger holds now, for `relata status` and readiness: jobs by task and state,
-//! dead letters by reason, unpublished jobs, the review queue's length, candidates by
-//! promotion state and the invalid-output rate of the last 24 hours.
+//! dead letters by reason, unpublished jobs, candidates by promotion state (the review
+//! queue is the `pending` ones) and the invalid-output rate of the last 24 hours.
 
 use sqlx::Row;
 
@@ -54,8 +54,8 @@ pub struct Status {
     pub dead_letters: Vec<DeadLetterCount>,
     /// Queued jobs never published (a producer or extractor crashed in between).
     pub unpublished: i64,
-    /// Warnings not yet reviewed.
-    pub review_queue: i64,
+    /// Candidates waiting for a reviewer (promotion state `pending`): the review queue.
+    pub review_pending: i64,
     /// Candidates (entities, claims, relations) by kind and promotion state.
     pub candidates: Vec<crate::promotion::CandidateCount>,
     pub invalid_last_24h: InvalidRate,
@@ -103,10 +103,6 @@ impl Store {
         )
         .fetch_one(&self.pool)
         .await?;
-        let review_queue: i64 =
-            sqlx::query_scalar("SELECT count(*) FROM warnings WHERE reviewed_at IS NULL")
-                .fetch_one(&self.pool)
-                .await?;
         let r = sqlx::query(
             "WITH calls AS (
                  SELECT id, outcome FROM model_calls
@@ -125,12 +121,17 @@ impl Store {
         let (responses, with_rej, rejections, accepted): (i64, i64, i64, i64) =
             (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?);
         let candidates = self.candidate_counts().await?;
+        let review_pending = candidates
+            .iter()
+            .filter(|c| c.state == relata_core::PromotionState::Pending)
+            .map(|c| c.count)
+            .sum();
         let ratio = |n: i64, d: i64| (d > 0).then(|| n as f64 / d as f64);
         Ok(Status {
             jobs,
             dead_letters,
             unpublished,
-            review_queue,
+            review_pending,
             candidates,
             invalid_last_24h: InvalidRate {
                 window_hours: 24,

@@ -15,12 +15,14 @@
 //!   held open at once (for concurrency bounds).
 //!
 //! [`harness`] is the one fresh-database-and-queue-prefix harness of the store's tests, the
-//! end-to-end tests and the benchmarks, with cleanup in drop guards.
+//! end-to-end tests and the benchmarks, with cleanup in drop guards. [`http::get`] reads
+//! a server's `/metrics` and probes over a plain socket.
 //!
 //! The same server runs as a process, `relata-fake-model`, for manual tests (see that
 //! binary's `--help`).
 
 mod fake;
 pub mod harness;
+pub mod http;
 
 pub use fake::{Behaviour, FakeModelServer, FakeOptions, RecordedRequest, Route, Script};

@@ -258,7 +258,7 @@ pub fn judge_answer(config: &AnswerConfig, sources: &[&str], raw: &[u8]) -> Answ
             }
             None => unknown.push(format!(
                 "marker [{}]",
-                m.chars().take(12).collect::<String>()
+                relata_core::text::head_chars(m, 12).0
             )),
         }
     }

@@ -1,4 +1,4 @@
-//! `/metrics`, `/healthz` and `/readyz`.
+//! `/metrics`, `/healthz` and `/readyz` (the shared handlers of `relata-ops`).
 //!
 //! `/healthz` answers while the process runs. `/readyz` answers 200 only while the worker
 //! can do useful work: it has a broker consumer and a store connection, and the model
@@ -9,10 +9,6 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
 use axum::Router;
-use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::IntoResponse;
-use axum::routing::get;
 use prometheus_client::registry::Registry;
 
 /// Why the worker is not ready. The first cause set wins until it is cleared.
@@ -64,51 +60,16 @@ impl Readiness {
     }
 }
 
-#[derive(Clone)]
-struct AppState {
-    registry: Arc<Registry>,
-    readiness: Readiness,
+impl relata_ops::ReadyCheck for Readiness {
+    async fn check(&self) -> Result<(), String> {
+        Readiness::check(self)
+    }
 }
 
+/// The worker's listener: the shared operational endpoints ([`relata_ops::router`]) with
+/// this worker's [`Readiness`].
 pub fn router(registry: Arc<Registry>, readiness: Readiness) -> Router {
-    Router::new()
-        .route("/metrics", get(metrics))
-        .route("/healthz", get(|| async { "ok\n" }))
-        .route("/readyz", get(ready))
-        .with_state(AppState {
-            registry,
-            readiness,
-        })
-}
-
-async fn metrics(State(s): State<AppState>) -> impl IntoResponse {
-    let mut body = String::new();
-    match prometheus_client::encoding::text::encode(&mut body, &s.registry) {
-        Ok(()) => (
-            StatusCode::OK,
-            [(
-                header::CONTENT_TYPE,
-                "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            )],
-            body,
-        )
-            .into_response(),
-        Err(_) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "metrics encoding failed\n",
-        )
-            .into_response(),
-    }
-}
-
-async fn ready(State(s): State<AppState>) -> impl IntoResponse {
-    match s.readiness.check() {
-        Ok(()) => (StatusCode::OK, "ready\n".to_string()),
-        Err(why) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            format!("not ready: {why}\n"),
-        ),
-    }
+    relata_ops::router(registry, readiness)
 }
 
 /// Bind and serve until the returned task is aborted.

@@ -41,7 +41,7 @@ mod run;
 pub use http::{Readiness, router, serve};
 pub use metrics::{
     ChecksConfigured, ConsumptionPaused, ConsumptionResumed, JobDeadLettered, JobFinished,
-    JobMetrics, JobRetryScheduled, RowsCommitted,
+    JobMetrics, JobRetryScheduled, RowsCommitted, WorkerProgress,
 };
 pub use promote::{
     Promoter, PromoterSettings, PromotionDecided, PromotionFailed, PromotionMetrics,

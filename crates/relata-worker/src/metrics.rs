@@ -308,3 +308,175 @@ impl ConsumptionResumed {
             .set(0);
     }
 }
+
+/// The worker's periodic one-line summary, for a person tailing the log: jobs finished
+/// since the last summary by outcome, the rate per minute, the total, and how many jobs
+/// wait in the task's work queue. The counts are the run's own (those the run loop
+/// records as each job ends), so the line and `relata_jobs_total` count the same jobs.
+#[derive(Debug)]
+pub struct WorkerProgress<'a> {
+    pub task: Task,
+    /// Jobs finished since the last summary, by outcome.
+    pub since_last: &'a std::collections::BTreeMap<JobOutcome, u64>,
+    /// The time since the last summary (or the start).
+    pub elapsed: std::time::Duration,
+    /// Jobs finished since the worker started.
+    pub total: u64,
+    /// Ready messages in the task's work queue; `None` when the broker did not say.
+    pub queue_depth: Option<u32>,
+}
+
+impl WorkerProgress<'_> {
+    /// Jobs finished since the last summary.
+    pub fn done(&self) -> u64 {
+        self.since_last.values().sum()
+    }
+
+    /// Jobs per minute over the interval.
+    pub fn per_minute(&self) -> f64 {
+        let secs = self.elapsed.as_secs_f64();
+        if secs > 0.0 {
+            self.done() as f64 * 60.0 / secs
+        } else {
+            0.0
+        }
+    }
+
+    /// `extract: 12 jobs (accepted 10, invalid 2) in 60 s, 12.0/min; 340 since start; 88 queued`
+    pub fn line(&self) -> String {
+        let outcomes: Vec<String> = self
+            .since_last
+            .iter()
+            .filter(|(_, n)| **n > 0)
+            .map(|(o, n)| format!("{o} {n}"))
+            .collect();
+        let done = match self.done() {
+            0 => "no jobs".to_owned(),
+            1 => format!("1 job ({})", outcomes.join(", ")),
+            n => format!("{n} jobs ({})", outcomes.join(", ")),
+        };
+        let queued = match self.queue_depth {
+            Some(n) => format!("{n} queued"),
+            None => "queue depth unknown".to_owned(),
+        };
+        format!(
+            "{}: {done} in {} s, {:.1}/min; {} since start; {queued}",
+            self.task,
+            self.elapsed.as_secs(),
+            self.per_minute(),
+            self.total,
+        )
+    }
+
+    pub fn emit(&self) {
+        tracing::info!(
+            task = self.task.as_str(),
+            done = self.done(),
+            per_minute = self.per_minute(),
+            total = self.total,
+            queue_depth = self.queue_depth,
+            "{}",
+            self.line()
+        );
+    }
+}
+
+/// The counts at the last summary, so that each summary shows what happened since.
+#[derive(Debug)]
+pub(crate) struct ProgressTally {
+    last: std::collections::BTreeMap<JobOutcome, u64>,
+    at: std::time::Instant,
+}
+
+impl ProgressTally {
+    pub(crate) fn new(now: std::time::Instant) -> ProgressTally {
+        ProgressTally {
+            last: std::collections::BTreeMap::new(),
+            at: now,
+        }
+    }
+
+    /// What `totals` (the run's counts so far) added since the last call, and over how
+    /// long; remembers `totals` and `now` for the next.
+    pub(crate) fn since_last(
+        &mut self,
+        totals: &std::collections::BTreeMap<JobOutcome, u64>,
+        now: std::time::Instant,
+    ) -> (
+        std::collections::BTreeMap<JobOutcome, u64>,
+        std::time::Duration,
+    ) {
+        let since = totals
+            .iter()
+            .map(|(o, n)| (*o, n - self.last.get(o).copied().unwrap_or(0).min(*n)))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        let elapsed = now.saturating_duration_since(self.at);
+        self.last = totals.clone();
+        self.at = now;
+        (since, elapsed)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn the_tally_gives_what_happened_since_the_last_summary() {
+        let t0 = Instant::now();
+        let mut tally = ProgressTally::new(t0);
+        let mut totals = BTreeMap::from([(JobOutcome::Accepted, 3), (JobOutcome::Dead, 1)]);
+        let (since, elapsed) = tally.since_last(&totals, t0 + Duration::from_secs(60));
+        assert_eq!(since, totals);
+        assert_eq!(elapsed, Duration::from_secs(60));
+        *totals.entry(JobOutcome::Accepted).or_default() += 2;
+        totals.insert(JobOutcome::Invalid, 1);
+        let (since, elapsed) = tally.since_last(&totals, t0 + Duration::from_secs(90));
+        assert_eq!(
+            since,
+            BTreeMap::from([(JobOutcome::Accepted, 2), (JobOutcome::Invalid, 1)])
+        );
+        assert_eq!(elapsed, Duration::from_secs(30));
+        let (since, _) = tally.since_last(&totals, t0 + Duration::from_secs(120));
+        assert!(since.is_empty());
+    }
+
+    #[test]
+    fn the_progress_line_counts_by_outcome_with_the_rate_and_the_queue() {
+        let since: BTreeMap<JobOutcome, u64> = [
+            (JobOutcome::Accepted, 10),
+            (JobOutcome::Invalid, 2),
+            (JobOutcome::Retried, 0),
+        ]
+        .into();
+        let p = WorkerProgress {
+            task: Task::Extract,
+            since_last: &since,
+            elapsed: Duration::from_secs(30),
+            total: 340,
+            queue_depth: Some(88),
+        };
+        assert_eq!(p.done(), 12);
+        assert_eq!(p.per_minute(), 24.0);
+        assert_eq!(
+            p.line(),
+            "extract: 12 jobs (accepted 10, invalid 2) in 30 s, 24.0/min; 340 since start; 88 queued"
+        );
+
+        let none = BTreeMap::new();
+        let p = WorkerProgress {
+            task: Task::Classify,
+            since_last: &none,
+            elapsed: Duration::from_secs(60),
+            total: 0,
+            queue_depth: None,
+        };
+        assert_eq!(
+            p.line(),
+            "classify: no jobs in 60 s, 0.0/min; 0 since start; queue depth unknown"
+        );
+    }
+}

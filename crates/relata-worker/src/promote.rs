@@ -169,14 +169,14 @@ impl Promoter {
         }
     }
 
-    /// One pass: judge batches until none is left (or another promoter holds the chain),
-    /// then refresh the gauges. Returns the decisions recorded.
-    pub async fn pass(&self) -> Result<u64, relata_store::StoreError> {
+    /// One pass: judge batches until none is left (or, unless `wait`, another promoter
+    /// holds the chain), then refresh the gauges. Returns the decisions recorded.
+    pub async fn pass(&self, wait: bool) -> Result<u64, relata_store::StoreError> {
         let mut total = 0;
         loop {
             let s = self
                 .store
-                .promote_pending(&self.policy, self.settings.batch, false)
+                .promote_pending(&self.policy, self.settings.batch, wait)
                 .await?;
             for (kind, decision, count) in &s.decided {
                 PromotionDecided {
@@ -211,7 +211,7 @@ impl Promoter {
             // (its transaction rolls back), never waited for.
             let next = async {
                 tick.tick().await;
-                self.pass().await
+                self.pass(false).await
             };
             tokio::select! {
                 _ = &mut shutdown => break,
@@ -222,7 +222,10 @@ impl Promoter {
                 }
             }
         }
-        match tokio::time::timeout(final_deadline, self.pass()).await {
+        // The last pass waits its turn for the chain instead of skipping: the pass just
+        // abandoned may still hold it until its rollback reaches the server, and skipping
+        // would leave this run's last candidates unjudged.
+        match tokio::time::timeout(final_deadline, self.pass(true)).await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => PromotionFailed { error: &e }.emit(),
             Err(_) => tracing::warn!(

@@ -23,7 +23,7 @@ use tracing::{Instrument, field};
 use crate::http::Readiness;
 use crate::metrics::{
     ConsumptionPaused, ConsumptionResumed, JobDeadLettered, JobFinished, JobMetrics,
-    JobRetryScheduled, RowsCommitted,
+    JobRetryScheduled, ProgressTally, RowsCommitted, WorkerProgress,
 };
 use crate::{JobOutcome, OnProviderRefusal};
 
@@ -54,6 +54,10 @@ pub struct WorkerSettings {
     /// further wait doubles, up to `provider_retry_max`.
     pub provider_retry_min: Duration,
     pub provider_retry_max: Duration,
+    /// How often the worker logs its one-line progress summary ([`WorkerProgress`]).
+    ///
+    /// [`WorkerProgress`]: crate::WorkerProgress
+    pub summary_interval: Duration,
 }
 
 impl WorkerSettings {
@@ -69,6 +73,7 @@ impl WorkerSettings {
             on_provider_refusal: OnProviderRefusal::Pause,
             provider_retry_min: Duration::from_secs(10),
             provider_retry_max: Duration::from_secs(300),
+            summary_interval: Duration::from_secs(60),
         }
     }
 }
@@ -211,6 +216,12 @@ impl Worker {
         let mut retired: Vec<Deliveries> = Vec::new();
         let mut summary = RunSummary::default();
         let idle = self.settings.exit_when_idle;
+        let mut tally = ProgressTally::new(Instant::now());
+        let mut progress_tick = tokio::time::interval_at(
+            tokio::time::Instant::now() + self.settings.summary_interval,
+            self.settings.summary_interval,
+        );
+        progress_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tokio::pin!(shutdown);
         loop {
             let idle_timer = async {
@@ -325,6 +336,17 @@ impl Worker {
                         }
                     }
                 }
+                _ = progress_tick.tick() => {
+                    let (since_last, elapsed) = tally.since_last(&summary.outcomes, Instant::now());
+                    WorkerProgress {
+                        task,
+                        since_last: &since_last,
+                        elapsed,
+                        total: summary.outcomes.values().sum(),
+                        queue_depth: self.queue_depth().await,
+                    }
+                    .emit();
+                }
                 _ = idle_timer, if running.is_empty() && flow == Flow::Consuming => {
                     tracing::info!("idle: no deliveries, exiting");
                     break;
@@ -367,6 +389,21 @@ impl Worker {
             Some(why) => Err(WorkerError::ProviderRefused(why)),
             None => Ok(summary),
         }
+    }
+
+    /// Ready messages in this worker's work queue, for the progress summary; `None` when
+    /// the broker does not answer within a few seconds (the summary must not hold up the
+    /// loop through a broker outage).
+    async fn queue_depth(&self) -> Option<u32> {
+        let task = self.settings.task;
+        let depths = tokio::time::timeout(Duration::from_secs(2), self.broker.queue_depths())
+            .await
+            .ok()?
+            .ok()?;
+        depths
+            .into_iter()
+            .find(|d| d.role == relata_queue::QueueRole::Work(task))
+            .and_then(|d| d.messages)
     }
 
     fn lock_refusal(&self) -> std::sync::MutexGuard<'_, Option<String>> {

@@ -68,6 +68,24 @@ pub(crate) fn post(
     req
 }
 
+/// Post the sign-in form from the address `from` (the rate limit is per address).
+pub(crate) async fn log_in(app: &Router, name: &str, secret: &str, from: &str) -> Res {
+    send(
+        app,
+        post("/login", None, &[("name", name), ("secret", secret)], from),
+    )
+    .await
+}
+
+/// Post the review page's decision form with a signed-in session's cookie.
+pub(crate) async fn decide(app: &Router, cookie: &str, form: &[(&str, &str)]) -> Res {
+    send(
+        app,
+        post("/review/decide", Some(cookie), form, "198.51.100.1:1"),
+    )
+    .await
+}
+
 fn setup() -> (Memory, Router) {
     let m = Memory::default()
         .with_token("ada", TOKEN)
@@ -90,16 +108,7 @@ fn setup() -> (Memory, Router) {
 
 /// Sign in and return the cookie header value and this session's CSRF token.
 pub(crate) async fn sign_in(app: &Router, name: &str, token: &str) -> (String, String) {
-    let res = send(
-        app,
-        post(
-            "/login",
-            None,
-            &[("name", name), ("secret", token)],
-            "198.51.100.1:4000",
-        ),
-    )
-    .await;
+    let res = log_in(app, name, token, "198.51.100.1:4000").await;
     assert_eq!(res.status, StatusCode::SEE_OTHER, "{}", res.body);
     let set = res
         .headers
@@ -176,29 +185,21 @@ async fn a_decision_without_this_sessions_csrf_token_writes_nothing() {
         if let Some(t) = bad {
             form.push(("csrf", t));
         }
-        let res = send(
-            &app,
-            post("/review/decide", Some(&cookie), &form, "198.51.100.1:1"),
-        )
-        .await;
+        let res = decide(&app, &cookie, &form).await;
         assert_eq!(res.status, StatusCode::FORBIDDEN, "{bad:?}");
         assert!(res.body.contains("security token"));
     }
     assert!(m.decisions().is_empty());
 
     // With the right token it is recorded, under the signed-in name whatever the form says.
-    let res = send(
+    let res = decide(
         &app,
-        post(
-            "/review/decide",
-            Some(&cookie),
-            &[
-                ("csrf", &csrf),
-                ("act", "approve claim:1"),
-                ("reviewer", "mallory"),
-            ],
-            "198.51.100.1:1",
-        ),
+        &cookie,
+        &[
+            ("csrf", &csrf),
+            ("act", "approve claim:1"),
+            ("reviewer", "mallory"),
+        ],
     )
     .await;
     assert_eq!(res.status, StatusCode::SEE_OTHER);
@@ -230,21 +231,13 @@ async fn wrong_secrets_are_refused_then_rate_limited_per_address() {
         .take(10)
         .enumerate()
     {
-        let res = send(
-            &app,
-            post("/login", None, &[("name", "ada"), ("secret", secret)], from),
-        )
-        .await;
+        let res = log_in(&app, "ada", secret, from).await;
         assert_eq!(res.status, StatusCode::UNAUTHORIZED, "attempt {i}");
         assert!(res.headers.get(header::SET_COOKIE).is_none());
         assert!(res.body.contains("do not match"));
     }
     // The eleventh attempt is refused before the token is looked at, even the right one.
-    let res = send(
-        &app,
-        post("/login", None, &[("name", "ada"), ("secret", TOKEN)], from),
-    )
-    .await;
+    let res = log_in(&app, "ada", TOKEN, from).await;
     assert_eq!(res.status, StatusCode::TOO_MANY_REQUESTS);
     assert!(res.headers.get(header::SET_COOKIE).is_none());
     let retry: u64 = res.headers[header::RETRY_AFTER]
@@ -254,44 +247,17 @@ async fn wrong_secrets_are_refused_then_rate_limited_per_address() {
         .unwrap();
     assert!(retry > 14 * 60 && retry <= 15 * 60, "{retry}");
     // Another address is not affected (same port, other host).
-    let res = send(
-        &app,
-        post(
-            "/login",
-            None,
-            &[("name", "ada"), ("secret", TOKEN)],
-            "203.0.113.10:5000",
-        ),
-    )
-    .await;
+    let res = log_in(&app, "ada", TOKEN, "203.0.113.10:5000").await;
     assert_eq!(res.status, StatusCode::SEE_OTHER);
     // A name that is not a reviewer's, with someone else's token, is refused too.
-    let res = send(
-        &app,
-        post(
-            "/login",
-            None,
-            &[("name", "mallory"), ("secret", TOKEN)],
-            "203.0.113.11:1",
-        ),
-    )
-    .await;
+    let res = log_in(&app, "mallory", TOKEN, "203.0.113.11:1").await;
     assert_eq!(res.status, StatusCode::UNAUTHORIZED);
 }
 
 #[tokio::test]
 async fn the_session_cookie_is_http_only_strict_and_secure_over_tls() {
     let (_, app) = setup();
-    let res = send(
-        &app,
-        post(
-            "/login",
-            None,
-            &[("name", "ada"), ("secret", TOKEN)],
-            "198.51.100.1:1",
-        ),
-    )
-    .await;
+    let res = log_in(&app, "ada", TOKEN, "198.51.100.1:1").await;
     let set = res.headers[header::SET_COOKIE].to_str().unwrap().to_owned();
     assert!(set.starts_with("relata_review="), "{set}");
     assert!(
@@ -323,16 +289,7 @@ async fn the_session_cookie_is_http_only_strict_and_secure_over_tls() {
             secure_cookies: true,
         },
     );
-    let res = send(
-        &tls,
-        post(
-            "/login",
-            None,
-            &[("name", "ada"), ("secret", TOKEN)],
-            "198.51.100.1:1",
-        ),
-    )
-    .await;
+    let res = log_in(&tls, "ada", TOKEN, "198.51.100.1:1").await;
     assert!(
         res.headers[header::SET_COOKIE]
             .to_str()
@@ -449,18 +406,14 @@ async fn the_queue_shows_what_a_reviewer_needs_and_refusals_say_why() {
     );
 
     // Rejecting without a note is refused with the reason, and nothing is written.
-    let res = send(
+    let res = decide(
         &app,
-        post(
-            "/review/decide",
-            Some(&cookie),
-            &[
-                ("csrf", &csrf),
-                ("act", "reject claim:2"),
-                ("note claim:2", "  "),
-            ],
-            "198.51.100.1:1",
-        ),
+        &cookie,
+        &[
+            ("csrf", &csrf),
+            ("act", "reject claim:2"),
+            ("note claim:2", "  "),
+        ],
     )
     .await;
     assert_eq!(res.status, StatusCode::SEE_OTHER);
@@ -469,32 +422,24 @@ async fn the_queue_shows_what_a_reviewer_needs_and_refusals_say_why() {
     assert!(m.decisions().is_empty());
 
     // A selection: one decided now, one already decided (stale) and refused with the reason.
-    send(
+    decide(
         &app,
-        post(
-            "/review/decide",
-            Some(&cookie),
-            &[("csrf", &csrf), ("act", "approve claim:1")],
-            "198.51.100.1:1",
-        ),
+        &cookie,
+        &[("csrf", &csrf), ("act", "approve claim:1")],
     )
     .await;
-    let res = send(
+    let res = decide(
         &app,
-        post(
-            "/review/decide",
-            Some(&cookie),
-            &[
-                ("csrf", &csrf),
-                ("ids", "claim:1"),
-                ("ids", "claim:2"),
-                ("act", "reject selected"),
-                ("note", "not what the quote says"),
-                ("kind", "claim"),
-                ("page", "1"),
-            ],
-            "198.51.100.1:1",
-        ),
+        &cookie,
+        &[
+            ("csrf", &csrf),
+            ("ids", "claim:1"),
+            ("ids", "claim:2"),
+            ("act", "reject selected"),
+            ("note", "not what the quote says"),
+            ("kind", "claim"),
+            ("page", "1"),
+        ],
     )
     .await;
     assert_eq!(res.location(), "/review?kind=claim");
@@ -537,18 +482,14 @@ async fn the_queue_shows_what_a_reviewer_needs_and_refusals_say_why() {
 async fn history_shows_decisions_and_whether_the_chain_verifies() {
     let (m, app) = setup();
     let (cookie, csrf) = sign_in(&app, "ada", TOKEN).await;
-    send(
+    decide(
         &app,
-        post(
-            "/review/decide",
-            Some(&cookie),
-            &[
-                ("csrf", &csrf),
-                ("act", "reject claim:1"),
-                ("note claim:1", "quote <b>says</b> otherwise"),
-            ],
-            "198.51.100.1:1",
-        ),
+        &cookie,
+        &[
+            ("csrf", &csrf),
+            ("act", "reject claim:1"),
+            ("note claim:1", "quote <b>says</b> otherwise"),
+        ],
     )
     .await;
     let h = send(&app, get("/review/history", Some(&cookie))).await.body;

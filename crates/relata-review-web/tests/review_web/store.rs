@@ -14,7 +14,7 @@ use relata_store::{ChunkSpan, CommitOutcome, NewModelCall, Store};
 use relata_testkit::harness::{Services, TestDatabase};
 use relata_validate::{GateConfig, judge_extract};
 
-use crate::http::{get, post, send, sign_in};
+use crate::http::{decide, get, log_in, send, sign_in};
 
 /// A migrated store on a fresh database; the guard drops the database after the pool.
 pub struct Db {
@@ -184,31 +184,13 @@ async fn over_the_store_decisions_are_evidence_records_under_the_signed_in_name(
     s.issue_review_token("Mallory", &mallory).await.unwrap();
     let app = router(backend(s), ReviewWebConfig::default());
     // A stored token for a name that is not a configured reviewer signs nobody in.
-    let res = send(
-        &app,
-        post(
-            "/login",
-            None,
-            &[("name", "Mallory"), ("secret", &mallory)],
-            "198.51.100.7:1",
-        ),
-    )
-    .await;
+    let res = log_in(&app, "Mallory", &mallory, "198.51.100.7:1").await;
     assert_eq!(res.status, StatusCode::UNAUTHORIZED);
     // A token revoked by a newer one neither.
     let old = ada.clone();
     let ada = token();
     s.issue_review_token("Ada Lovelace", &ada).await.unwrap();
-    let res = send(
-        &app,
-        post(
-            "/login",
-            None,
-            &[("name", "Ada Lovelace"), ("secret", &old)],
-            "198.51.100.7:1",
-        ),
-    )
-    .await;
+    let res = log_in(&app, "Ada Lovelace", &old, "198.51.100.7:1").await;
     assert_eq!(res.status, StatusCode::UNAUTHORIZED);
     let (cookie, csrf) = sign_in(&app, "Ada Lovelace", &ada).await;
 
@@ -240,19 +222,15 @@ async fn over_the_store_decisions_are_evidence_records_under_the_signed_in_name(
     .await
     .unwrap();
     let (ids_a, ids_c) = (format!("claim:{a}"), format!("claim:{c}"));
-    let res = send(
+    let res = decide(
         &app,
-        post(
-            "/review/decide",
-            Some(&cookie),
-            &[
-                ("csrf", &csrf),
-                ("ids", &ids_a),
-                ("ids", &ids_c),
-                ("act", "approve selected"),
-            ],
-            "198.51.100.7:1",
-        ),
+        &cookie,
+        &[
+            ("csrf", &csrf),
+            ("ids", &ids_a),
+            ("ids", &ids_c),
+            ("act", "approve selected"),
+        ],
     )
     .await;
     let page = send(&app, get(res.location(), Some(&cookie))).await.body;
@@ -270,34 +248,26 @@ async fn over_the_store_decisions_are_evidence_records_under_the_signed_in_name(
 
     // One at a time: approved and rejected, by the signed-in name whatever the form says.
     let act = format!("approve claim:{a}");
-    send(
+    decide(
         &app,
-        post(
-            "/review/decide",
-            Some(&cookie),
-            &[
-                ("csrf", &csrf),
-                ("act", &act),
-                ("reviewer", "Grace Hopper"),
-                ("by", "Grace Hopper"),
-            ],
-            "198.51.100.7:1",
-        ),
+        &cookie,
+        &[
+            ("csrf", &csrf),
+            ("act", &act),
+            ("reviewer", "Grace Hopper"),
+            ("by", "Grace Hopper"),
+        ],
     )
     .await;
     let (act, note) = (format!("reject claim:{b}"), format!("note claim:{b}"));
-    send(
+    decide(
         &app,
-        post(
-            "/review/decide",
-            Some(&cookie),
-            &[
-                ("csrf", &csrf),
-                ("act", &act),
-                (&note, "the compiler came later"),
-            ],
-            "198.51.100.7:1",
-        ),
+        &cookie,
+        &[
+            ("csrf", &csrf),
+            ("act", &act),
+            (&note, "the compiler came later"),
+        ],
     )
     .await;
     assert_eq!(state(s, a).await, PromotionState::Promoted);

@@ -71,29 +71,11 @@ async fn clean_claim(s: &Store, doc: &str, subject: &str) -> (i64, relata_core::
     (done.claim_ids[0], job)
 }
 
-async fn state_of(s: &Store, id: CandidateId) -> PromotionState {
-    s.review_show(id).await.unwrap().unwrap().candidate.state
-}
-
-async fn verify_ok(s: &Store) -> i64 {
-    let r = s.evidence_verify().await.unwrap();
-    assert_eq!(r.problem, None, "{r:?}");
-    r.records
-}
-
-#[tokio::test]
-async fn the_policy_promotes_clean_rows_and_holds_warned_and_contested_ones_for_review() {
-    let db = TestDb::new().await;
-    let s = &db.store;
-    let warned = warned_claim(s, "w").await;
-    let (a, _) = clean_claim(s, "d1", "Beta Inc").await;
-    let (b, origin) = clean_claim(s, "d2", "Beta Inc").await;
-    // A contradicts relation between the two clean claims.
+/// Classify the pair (`a`, `b`) as `contradicts` (the policy reviews it); `b` is the claim
+/// of job `origin`. Returns the relation id.
+async fn contradicts(s: &Store, a: i64, b: i64, origin: &relata_core::JobId) -> i64 {
     let v = classify_version();
-    let jobs = s
-        .plan_classify_jobs(&origin, &[b], 5, 10, &v)
-        .await
-        .unwrap();
+    let jobs = s.plan_classify_jobs(origin, &[b], 5, 10, &v).await.unwrap();
     let job = &jobs[0];
     let pairs = job.pairs.clone().unwrap();
     assert!(pairs.contains(&(a, b)), "{pairs:?}");
@@ -121,11 +103,35 @@ async fn the_policy_promotes_clean_rows_and_holds_warned_and_contested_ones_for_
         .collect();
     let raw = serde_json::json!({ "relations": relations }).to_string();
     let j = judge_classify(&GateConfig::default(), &input, raw.as_bytes());
-    committed(
+    let done = committed(
         s.commit_classify(&job.job_id, &call(&v), &j, &handle_map)
             .await
             .unwrap(),
     );
+    assert_eq!(done.relation_ids.len(), 1, "{done:?}");
+    done.relation_ids[0]
+}
+
+async fn state_of(s: &Store, id: CandidateId) -> PromotionState {
+    s.review_show(id).await.unwrap().unwrap().candidate.state
+}
+
+async fn verify_ok(s: &Store) -> i64 {
+    let r = s.evidence_verify().await.unwrap();
+    assert_eq!(r.problem, None, "{r:?}");
+    r.records
+}
+
+#[tokio::test]
+async fn the_policy_promotes_clean_rows_and_holds_warned_and_contested_ones_for_review() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let warned = warned_claim(s, "w").await;
+    let (a, _) = clean_claim(s, "d1", "Beta Inc").await;
+    let (b, origin) = clean_claim(s, "d2", "Beta Inc").await;
+    // A contradicts relation between the two clean claims.
+    let v = classify_version();
+    contradicts(s, a, b, &origin).await;
 
     // Nothing is promoted before the policy runs: export (promoted only) has no rows.
     let before: Vec<ExportRecord> = s.export(false, false).try_collect().await.unwrap();
@@ -357,19 +363,24 @@ fn assert_refused(err: &StoreError, expected: &[RefusalReason]) {
     assert_eq!(got, expected, "{err}");
 }
 
+/// Provenance or refused: a candidate whose model call record is gone, or names no
+/// prompt version, is denied whatever the rules say, for every kind of candidate.
 #[tokio::test]
 async fn a_candidate_without_its_model_call_record_is_denied() {
     let db = TestDb::new().await;
     let s = &db.store;
-    let (c, _) = clean_claim(s, "d1", "Alpha Corp").await;
+    let (gone, _) = clean_claim(s, "d1", "Beta Inc").await;
+    let (kept, origin) = clean_claim(s, "d2", "Beta Inc").await;
+    let relation = contradicts(s, gone, kept, &origin).await;
     // Behind relata's back, with the foreign keys switched off for this session (a
-    // superuser can): the call record disappears.
+    // superuser can): the first claim's call record (and its entity's) disappears...
     let mut conn = db.pool().acquire().await.unwrap();
     sqlx::query("SET session_replication_role = replica")
         .execute(&mut *conn)
         .await
         .unwrap();
-    sqlx::query("DELETE FROM model_calls")
+    sqlx::query("DELETE FROM model_calls WHERE id = (SELECT call_id FROM claims WHERE id = $1)")
+        .bind(gone)
         .execute(&mut *conn)
         .await
         .unwrap();
@@ -377,6 +388,15 @@ async fn a_candidate_without_its_model_call_record_is_denied() {
         .execute(&mut *conn)
         .await
         .unwrap();
+    // ...and the relation's call record no longer names its prompt version.
+    sqlx::query(
+        "UPDATE model_calls SET prompt_version = ''
+         WHERE id = (SELECT call_id FROM claim_relations WHERE id = $1)",
+    )
+    .bind(relation)
+    .execute(&mut *conn)
+    .await
+    .unwrap();
     drop(conn);
     let allow_all: Vec<relata_core::Rule> =
         serde_json::from_str(r#"[{"name": "everything", "decision": "allow"}]"#).unwrap();
@@ -384,15 +404,20 @@ async fn a_candidate_without_its_model_call_record_is_denied() {
         .promote_pending(&Policy::new(allow_all).unwrap(), 100, true)
         .await
         .unwrap();
-    assert_eq!(summary.total(), 2);
-    assert!(
-        summary
-            .decided
-            .iter()
-            .all(|(_, d, _)| *d == PolicyDecision::Deny),
+    let mut decided = summary.decided.clone();
+    decided.sort_by_key(|(k, d, _)| (k.as_str(), d.as_str()));
+    assert_eq!(
+        decided,
+        [
+            (RowKind::Claim, PolicyDecision::Allow, 1),
+            (RowKind::Claim, PolicyDecision::Deny, 1),
+            (RowKind::Entity, PolicyDecision::Allow, 1),
+            (RowKind::Entity, PolicyDecision::Deny, 1),
+            (RowKind::Relation, PolicyDecision::Deny, 1),
+        ],
         "{summary:?}"
     );
-    let shown = s.review_show(claim(c)).await.unwrap().unwrap();
+    let shown = s.review_show(claim(gone)).await.unwrap().unwrap();
     assert_eq!(shown.candidate.state, PromotionState::Denied);
     assert_eq!(
         shown.candidate.rule.as_deref(),
@@ -400,11 +425,30 @@ async fn a_candidate_without_its_model_call_record_is_denied() {
     );
     assert!(shown.call.is_none());
     assert_eq!(shown.evidence[0].call_id, None);
+    let rel = CandidateId {
+        kind: RowKind::Relation,
+        id: relation,
+    };
+    let shown = s.review_show(rel).await.unwrap().unwrap();
+    assert_eq!(shown.candidate.state, PromotionState::Denied);
+    assert_eq!(
+        shown.candidate.rule.as_deref(),
+        Some(relata_core::promotion::NO_PROVENANCE)
+    );
+    assert_eq!(state_of(s, claim(kept)).await, PromotionState::Promoted);
     let exported: Vec<ExportRecord> = s.export(true, false).try_collect().await.unwrap();
+    let claims: Vec<i64> = exported
+        .iter()
+        .filter_map(|r| match r {
+            ExportRecord::Claim(c) => Some(c.id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(claims, [kept]);
     assert!(
-        exported
+        !exported
             .iter()
-            .all(|r| matches!(r, ExportRecord::Document(_)))
+            .any(|r| matches!(r, ExportRecord::Relation(_)))
     );
 }
 

@@ -1,5 +1,6 @@
 use futures::TryStreamExt;
-use relata_store::{ExportRecord, JobState};
+use relata_core::{CandidateId, Decision, Policy, PromotionState, Reviewers, RowKind};
+use relata_store::{ExportRecord, JobState, ReviewFilter};
 use relata_validate::{GateConfig, judge_extract};
 
 use crate::common::{
@@ -149,14 +150,15 @@ async fn export_round_trip() {
     assert_eq!((docs, claims), (3, 2));
 }
 
+/// There is one review queue, promotion's: a row kept with a warning waits in it as a
+/// pending candidate, its warning the reason, until a named reviewer decides.
 #[tokio::test]
-async fn warnings_wait_in_the_review_queue() {
+async fn warned_rows_wait_in_the_one_review_queue() {
     let db = TestDb::new().await;
     let s = &db.store;
-    s.ping().await.unwrap();
     // 1990 is in the statement, not in the quote: kept, with a warning (the support
     // check, which would reject it, is off).
-    let (_, job, done) = extract_doc_judged_by(
+    let (_, _, done) = extract_doc_judged_by(
         &gate_without_support(),
         s,
         "a",
@@ -168,16 +170,44 @@ async fn warnings_wait_in_the_review_queue() {
         ),
     )
     .await;
-    assert_eq!(done.counts.claims, 1);
     assert_eq!(done.counts.warnings, 1);
-    let queue = s.review_queue(10).await.unwrap();
-    assert_eq!(queue.len(), 1);
+    // Not judged yet: not in the queue, and not counted as waiting for a person.
+    assert_eq!(s.status().await.unwrap().review_pending, 0);
+    s.promote_pending(&Policy::shipped(), 100, true)
+        .await
+        .unwrap();
+    let queue = s.review_list(&ReviewFilter::default()).await.unwrap();
+    assert_eq!(queue.len(), 1, "{queue:?}");
     let item = &queue[0];
-    assert_eq!(item.job_id, job.as_str());
-    assert_eq!(item.claim_id, Some(done.claim_ids[0]));
-    assert_eq!(item.warning, "figure_not_in_quote");
-    assert_eq!(s.status().await.unwrap().review_queue, 1);
-    assert!(s.mark_reviewed(item.warning_id, "reviewer").await.unwrap());
-    assert!(!s.mark_reviewed(item.warning_id, "reviewer").await.unwrap());
-    assert!(s.review_queue(10).await.unwrap().is_empty());
+    let id = CandidateId {
+        kind: RowKind::Claim,
+        id: done.claim_ids[0],
+    };
+    assert_eq!(item.id, id);
+    assert_eq!(item.state, PromotionState::Pending);
+    assert_eq!(item.reasons, ["warning: figure_not_in_quote"], "{item:?}");
+    assert_eq!(s.status().await.unwrap().review_pending, 1);
+    let ada = Reviewers::new(["Ada Lovelace"])
+        .unwrap()
+        .get("Ada Lovelace")
+        .unwrap();
+    s.review_decide(&[id], Decision::Approve, &ada, None)
+        .await
+        .unwrap();
+    assert!(
+        s.review_list(&ReviewFilter::default())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(s.status().await.unwrap().review_pending, 0);
+    // The warnings table keeps no review marks of its own.
+    let marks: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM information_schema.columns
+         WHERE table_name = 'warnings' AND column_name IN ('reviewed_at', 'reviewed_by')",
+    )
+    .fetch_one(db.pool())
+    .await
+    .unwrap();
+    assert_eq!(marks, 0);
 }
