@@ -437,24 +437,8 @@ impl Server {
         path: &str,
         body: Option<&[u8]>,
     ) -> std::io::Result<(u16, String)> {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let mut s = tokio::net::TcpStream::connect(("127.0.0.1", self.port)).await?;
-        let body = body.unwrap_or_default();
-        let head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
-            body.len()
-        );
-        s.write_all(head.as_bytes()).await?;
-        // A server may answer (413) before the whole body is sent.
-        let _ = s.write_all(body).await;
-        let mut buf = Vec::new();
-        s.read_to_end(&mut buf).await?;
-        let text = String::from_utf8_lossy(&buf).into_owned();
-        let (head, rest) = text
-            .split_once("\r\n\r\n")
-            .ok_or_else(|| std::io::Error::other("no HTTP head"))?;
-        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-        Ok((status, rest.to_owned()))
+        let url = format!("http://127.0.0.1:{}{path}", self.port);
+        relata_testkit::http::request(method, &url, body).await
     }
 
     async fn post(&self, body: &str) -> (u16, Value) {

@@ -445,6 +445,13 @@ impl Config {
             .apply_env(|k| std::env::var(k).ok())
             .context("model configuration")?;
         config.check_bounds()?;
+        // The queue names and tiers as the broker crate will build them, so a bad prefix
+        // or a repeated delay stops every command, not only those that reach the broker.
+        relata_queue::Topology::new(&config.queue).map_err(|e| {
+            anyhow::anyhow!(
+                "[queue] (RELATA_QUEUE_PREFIX, RELATA_DELIVERY_LIMIT, RELATA_RETRY_DELAYS_MS): {e}"
+            )
+        })?;
         // A policy or reviewer list that cannot be used stops every command here, before
         // anything connects.
         config.policy()?;

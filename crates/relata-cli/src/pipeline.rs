@@ -21,7 +21,13 @@ use crate::config::Config;
 use crate::out::outln;
 
 async fn connect_store(config: &Config) -> Result<Store> {
-    Store::connect_with(&config.database_url, &config.store_options())
+    connect_pool(config, &config.store_options()).await
+}
+
+/// A pool on the configured database; its size comes from [`Config::store_options`] or
+/// [`Config::promoter_store_options`], never from here.
+async fn connect_pool(config: &Config, options: &relata_store::StoreOptions) -> Result<Store> {
+    Store::connect_with(&config.database_url, options)
         .await
         .with_context(|| {
             format!(
@@ -246,15 +252,7 @@ pub async fn worker(config: &Config, args: WorkerArgs) -> Result<u8> {
     // The promoter has its own small pool: its transactions never take a connection a
     // commit is waiting for, and its failures never reach the job loop.
     let promoter = if config.review.promoter {
-        let promoter_store =
-            Store::connect_with(&config.database_url, &config.promoter_store_options())
-                .await
-                .with_context(|| {
-                    format!(
-                        "cannot connect to PostgreSQL at {}",
-                        redact_url(&config.database_url)
-                    )
-                })?;
+        let promoter_store = connect_pool(config, &config.promoter_store_options()).await?;
         let promoter = relata_worker::Promoter::new(
             promoter_store,
             policy,

@@ -134,6 +134,8 @@ fn each_kind_of_bad_setting_stops_start_up_naming_the_variable() {
             "retry",
             "RELATA_WORKER_ON_PROVIDER_REFUSAL: ",
         ),
+        ("RELATA_QUEUE_PREFIX", "has space", "RELATA_QUEUE_PREFIX"),
+        ("RELATA_RETRY_DELAYS_MS", "5000,5000", "listed twice"),
     ] {
         // `status` calls no model and needs no worker setting: a bad value stops it all
         // the same, before anything connects.

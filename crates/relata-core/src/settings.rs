@@ -126,23 +126,27 @@ impl SettingValue for Millis {
 
 impl<'de> serde::Deserialize<'de> for Millis {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = Millis;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a number of milliseconds")
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Millis, E> {
-                Ok(Millis::from_ms(v))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Millis, E> {
-                u64::try_from(v)
-                    .map(Millis::from_ms)
-                    .map_err(|_| E::custom("a number of milliseconds cannot be negative"))
-            }
-        }
-        d.deserialize_u64(V)
+        whole(d, "a number of milliseconds").map(Millis::from_ms)
     }
+}
+
+/// A whole, non-negative number from the file; `what` (`a number of hours`) is what the
+/// error says was expected.
+fn whole<'de, D: serde::Deserializer<'de>>(d: D, what: &'static str) -> Result<u64, D::Error> {
+    struct V(&'static str);
+    impl serde::de::Visitor<'_> for V {
+        type Value = u64;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str(self.0)
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<u64, E> {
+            Ok(v)
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<u64, E> {
+            u64::try_from(v).map_err(|_| E::custom(format!("{} cannot be negative", self.0)))
+        }
+    }
+    d.deserialize_u64(V(what))
 }
 
 /// A duration written as a whole number of hours (the `_hours` settings).
@@ -178,22 +182,7 @@ impl SettingValue for Hours {
 
 impl<'de> serde::Deserialize<'de> for Hours {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl serde::de::Visitor<'_> for V {
-            type Value = Hours;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a number of hours")
-            }
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Hours, E> {
-                Ok(Hours(v))
-            }
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Hours, E> {
-                u64::try_from(v)
-                    .map(Hours)
-                    .map_err(|_| E::custom("a number of hours cannot be negative"))
-            }
-        }
-        d.deserialize_u64(V)
+        whole(d, "a number of hours").map(Hours)
     }
 }
 
@@ -272,5 +261,15 @@ mod tests {
             let e = serde_json::from_str::<S>(bad).err().unwrap().to_string();
             assert!(e.contains("milliseconds"), "{bad}: {e}");
         }
+        #[derive(serde::Deserialize)]
+        struct H {
+            h: Hours,
+        }
+        assert_eq!(
+            serde_json::from_str::<H>(r#"{"h": 3}"#).unwrap().h,
+            Hours::new(3)
+        );
+        let e = serde_json::from_str::<H>(r#"{"h": -3}"#).err().unwrap();
+        assert!(e.to_string().contains("hours cannot be negative"), "{e}");
     }
 }

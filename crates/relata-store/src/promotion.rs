@@ -492,9 +492,9 @@ impl Chain {
             actor_kind.push(r.actor_kind.as_str());
             actor.push(r.actor.as_str());
             decision.push(r.decision.as_str());
-            // A text[] per row cannot travel inside UNNEST: each row's reasons go as
-            // one JSON array.
-            reasons.push(serde_json::to_string(&r.reasons).unwrap_or_else(|_| "[]".into()));
+            // A text[] per row cannot travel inside UNNEST: each row's reasons go as one
+            // array literal, which the cast reads without a subquery per row.
+            reasons.push(array_literal(&r.reasons));
             note.push(r.note.as_deref());
             at.push(r.decided_at);
             prev.push(r.prev_sha256.as_str());
@@ -505,7 +505,7 @@ impl Chain {
                  task_version, actor_kind, actor, decision, reasons, note, decided_at,
                  prev_sha256, sha256)
              SELECT t.seq, t.kind, t.id, t.csha, t.call, t.tv, t.actor_kind, t.actor,
-                    t.decision, ARRAY(SELECT jsonb_array_elements_text(t.reasons::jsonb)),
+                    t.decision, t.reasons::text[],
                     t.note, t.at, t.prev, t.sha
              FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bigint[],
                          $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
@@ -536,6 +536,28 @@ impl Chain {
             .await?;
         Ok(())
     }
+}
+
+/// A PostgreSQL array literal (`{"a","b\"c"}`) of `items`: every element quoted, so
+/// none reads as NULL and no text can break out of it. Cast with `::text[]` or
+/// `::bigint[]`.
+fn array_literal<T: std::fmt::Display>(items: &[T]) -> String {
+    let mut out = String::from("{");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push('"');
+        for ch in item.to_string().chars() {
+            if ch == '"' || ch == '\\' {
+                out.push('\\');
+            }
+            out.push(ch);
+        }
+        out.push('"');
+    }
+    out.push('}');
+    out
 }
 
 async fn lock_head(tx: &mut sqlx::PgConnection, wait: bool) -> Result<Option<Head>> {
@@ -629,9 +651,9 @@ impl Store {
             states.push(PromotionState::after_policy(verdict.decision).as_str());
             decisions.push(verdict.decision.as_str());
             rules.push(verdict.rule);
-            reasons.push(serde_json::to_string(&verdict.reasons).unwrap_or_else(|_| "[]".into()));
-            sources.push(serde_json::to_string(&c.facts.sources).unwrap_or_else(|_| "[]".into()));
-            revisions.push(serde_json::to_string(&c.revision_ids).unwrap_or_else(|_| "[]".into()));
+            reasons.push(array_literal(&verdict.reasons));
+            sources.push(array_literal(&c.facts.sources));
+            revisions.push(array_literal(&c.revision_ids));
             seqs.push(seq);
             proposed.push(c.proposed_at);
         }
@@ -642,9 +664,7 @@ impl Store {
                 "INSERT INTO promotions (candidate_kind, candidate_id, state, policy_decision,
                      rule, reasons, sources, revision_ids, evidence_seq, proposed_at, decided_at)
                  SELECT t.kind, t.id, t.state, t.decision, t.rule,
-                        ARRAY(SELECT jsonb_array_elements_text(t.reasons::jsonb)),
-                        ARRAY(SELECT jsonb_array_elements_text(t.sources::jsonb)),
-                        ARRAY(SELECT (jsonb_array_elements_text(t.revisions::jsonb))::bigint),
+                        t.reasons::text[], t.sources::text[], t.revisions::bigint[],
                         t.seq, t.proposed, $11
                  FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
                              $6::text[], $7::text[], $8::text[], $9::bigint[],

@@ -658,3 +658,39 @@ async fn show_marks_the_quote_in_its_chunk_and_names_the_call() {
     assert_eq!(d.evidence.len(), 1);
     assert!(s.review_show(claim(424_242)).await.unwrap().is_none());
 }
+
+/// The promoter sends each candidate's sources, revisions and reasons as array literals:
+/// a source name with quotes, a backslash, braces, commas or the word NULL comes back as
+/// it was.
+#[tokio::test]
+async fn awkward_source_names_are_recorded_as_they_are() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let (c, _) = clean_claim(s, "d1", "Alpha Corp").await;
+    let awkward = r#"a "quoted", back\slash {source} NULL"#;
+    sqlx::query("UPDATE documents SET source = $1")
+        .bind(awkward)
+        .execute(db.pool())
+        .await
+        .unwrap();
+    s.promote_pending(&Policy::shipped(), 100, true)
+        .await
+        .unwrap();
+    let shown = s.review_show(claim(c)).await.unwrap().unwrap();
+    assert_eq!(shown.candidate.state, PromotionState::Promoted);
+    assert_eq!(shown.candidate.sources, [awkward]);
+    let revisions: Vec<i64> = sqlx::query_scalar(
+        "SELECT revision_ids FROM promotions WHERE candidate_kind = 'claim' AND candidate_id = $1",
+    )
+    .bind(c)
+    .fetch_one(db.pool())
+    .await
+    .unwrap();
+    let current: i64 = sqlx::query_scalar("SELECT revision_id FROM claims WHERE id = $1")
+        .bind(c)
+        .fetch_one(db.pool())
+        .await
+        .unwrap();
+    assert_eq!(revisions, [current]);
+    verify_ok(s).await;
+}
