@@ -41,7 +41,10 @@ async fn seed(store: &Store, at: DateTime<Utc>, days: &[(i64, i64)]) {
     for (day, &(n, fail)) in days.iter().enumerate() {
         for i in 0..n {
             let job = jobs.next().unwrap();
-            let chunk = store.load_chunk(job.chunk_id.unwrap()).await.unwrap();
+            let chunk = store
+                .load_chunk(job.input.chunk_id().unwrap())
+                .await
+                .unwrap();
             let t = at - Duration::days(day as i64) - Duration::minutes(5 + i);
             let call = NewModelCall {
                 version: version.clone(),

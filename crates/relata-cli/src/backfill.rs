@@ -391,7 +391,8 @@ impl Run<'_> {
             let mut jobs = self.store.ensure_extract_jobs(version, &chunk_ids).await?;
             jobs.truncate(usize::try_from(self.remaining).unwrap_or(usize::MAX));
             let prior_of = |j: &JobToPublish| {
-                j.chunk_id
+                j.input
+                    .chunk_id()
                     .and_then(|c| priors.get(&c).copied())
                     .unwrap_or(PriorState::Never)
             };
@@ -440,8 +441,8 @@ impl Run<'_> {
                 .ensure_classify_jobs(version, None, &batches)
                 .await?;
             let prior_of = |j: &JobToPublish| {
-                j.pairs
-                    .as_ref()
+                j.input
+                    .pairs()
                     .and_then(|p| p.first())
                     .and_then(|p| priors.get(p).copied())
                     .unwrap_or(PriorState::Never)

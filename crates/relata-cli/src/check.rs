@@ -13,7 +13,7 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use relata_core::{Handle, Task};
 use relata_validate::{
-    ClassifyInput, GateConfig, Report, RowStatus, Verdict, judge_classify, judge_extract,
+    ClassifyInput, GateConfig, Report, RowDecision, Verdict, judge_classify, judge_extract,
 };
 
 #[derive(Debug, clap::Args)]
@@ -152,16 +152,13 @@ fn details(
     }
     let mut lines = Vec::new();
     for row in rows {
-        if row.status == RowStatus::Rejected {
+        if let RowDecision::Rejected { reason, detail } = &row.decision {
             lines.push(format!(
-                "{} {} rejected: {}: {}",
-                row.kind,
-                row.index,
-                row.reason.map(|r| r.as_str()).unwrap_or("?"),
-                row.detail.as_deref().unwrap_or("")
+                "{} {} rejected: {reason}: {detail}",
+                row.kind, row.index
             ));
         }
-        for w in &row.warnings {
+        for w in row.warnings() {
             let reason = w.reason.map(|r| format!(" ({r})")).unwrap_or_default();
             lines.push(format!(
                 "{} {} warning: {}{reason}: {}",

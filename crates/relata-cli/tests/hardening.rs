@@ -58,6 +58,8 @@ fn numbers_beyond_their_range_are_usage_errors_not_panics() {
             "0.001 to 100000",
         ),
         (&["worker", "extract", "--concurrency", "0"][..], "1..=1024"),
+        (&["serve", "--max-concurrency", "0"][..], "1..=65535"),
+        (&["serve", "--request-timeout-secs", "0"][..], "1..=86400"),
     ] {
         assert_refused(&relata(args, &[]), needle);
     }

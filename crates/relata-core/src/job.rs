@@ -69,6 +69,100 @@ impl JobMessage {
     }
 }
 
+/// What a job works on: an extract job, one chunk; a classify job, claim pairs. The
+/// ledger stores it as two nullable columns (a CHECK keeps exactly one set, by task); in
+/// code there is no job with both, neither, or the other task's input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobInput {
+    Extract {
+        chunk_id: i64,
+    },
+    Classify {
+        /// Each `(lower claim id, higher claim id)`.
+        pairs: Vec<(i64, i64)>,
+    },
+}
+
+/// As the ledger's two columns, `{"chunk_id", "pairs"}`, the one the task does not take
+/// `null`.
+impl serde::Serialize for JobInput {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let (chunk_id, pairs) = (self.chunk_id(), self.pairs());
+        let mut columns = s.serialize_struct("JobInput", 2)?;
+        columns.serialize_field("chunk_id", &chunk_id)?;
+        columns.serialize_field("pairs", &pairs)?;
+        columns.end()
+    }
+}
+
+/// Why stored columns are not a job's input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JobInputError {
+    #[error("a job of task {task} needs {wanted} and must carry nothing else (it has {has})")]
+    Mismatch {
+        task: Task,
+        wanted: &'static str,
+        has: &'static str,
+    },
+    #[error("{0} is not a queued task: no job has it")]
+    NotQueued(Task),
+}
+
+impl JobInput {
+    pub fn task(&self) -> Task {
+        match self {
+            JobInput::Extract { .. } => Task::Extract,
+            JobInput::Classify { .. } => Task::Classify,
+        }
+    }
+
+    /// The input from the ledger's columns: exactly the one its task needs.
+    pub fn from_columns(
+        task: Task,
+        chunk_id: Option<i64>,
+        pairs: Option<Vec<(i64, i64)>>,
+    ) -> Result<JobInput, JobInputError> {
+        let has = match (chunk_id.is_some(), pairs.is_some()) {
+            (true, true) => "a chunk and pairs",
+            (true, false) => "a chunk",
+            (false, true) => "pairs",
+            (false, false) => "neither",
+        };
+        match (task, chunk_id, pairs) {
+            (Task::Extract, Some(chunk_id), None) => Ok(JobInput::Extract { chunk_id }),
+            (Task::Classify, None, Some(pairs)) => Ok(JobInput::Classify { pairs }),
+            (Task::Extract, ..) => Err(JobInputError::Mismatch {
+                task,
+                wanted: "a chunk",
+                has,
+            }),
+            (Task::Classify, ..) => Err(JobInputError::Mismatch {
+                task,
+                wanted: "pairs",
+                has,
+            }),
+            (Task::Answer, ..) => Err(JobInputError::NotQueued(task)),
+        }
+    }
+
+    /// The `chunk_id` column: set for an extract job.
+    pub fn chunk_id(&self) -> Option<i64> {
+        match self {
+            JobInput::Extract { chunk_id } => Some(*chunk_id),
+            JobInput::Classify { .. } => None,
+        }
+    }
+
+    /// The `pairs` column: set for a classify job.
+    pub fn pairs(&self) -> Option<&[(i64, i64)]> {
+        match self {
+            JobInput::Extract { .. } => None,
+            JobInput::Classify { pairs } => Some(pairs),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,5 +205,66 @@ mod tests {
         }
         // And bytes that are not UTF-8 at all.
         assert!(JobMessage::decode(&[0xff, 0xfe, 0x00, 0xc3]).is_err());
+    }
+
+    #[test]
+    fn a_job_input_is_exactly_its_tasks_input() {
+        assert_eq!(
+            JobInput::from_columns(Task::Extract, Some(7), None),
+            Ok(JobInput::Extract { chunk_id: 7 })
+        );
+        assert_eq!(
+            JobInput::from_columns(Task::Classify, None, Some(vec![(1, 2)])),
+            Ok(JobInput::Classify {
+                pairs: vec![(1, 2)]
+            })
+        );
+        for (task, chunk, pairs, says) in [
+            (
+                Task::Extract,
+                Some(7),
+                Some(vec![(1, 2)]),
+                "a chunk and pairs",
+            ),
+            (Task::Extract, None, None, "neither"),
+            (Task::Extract, None, Some(vec![(1, 2)]), "(it has pairs)"),
+            (
+                Task::Classify,
+                Some(7),
+                Some(vec![(1, 2)]),
+                "a chunk and pairs",
+            ),
+            (Task::Classify, None, None, "neither"),
+            (Task::Classify, Some(7), None, "(it has a chunk)"),
+        ] {
+            let err = JobInput::from_columns(task, chunk, pairs).unwrap_err();
+            let text = err.to_string();
+            assert!(
+                text.starts_with(&format!("a job of task {task} needs")),
+                "{text}"
+            );
+            assert!(text.contains(says), "{text}");
+        }
+        assert_eq!(
+            JobInput::from_columns(Task::Answer, None, None),
+            Err(JobInputError::NotQueued(Task::Answer))
+        );
+    }
+
+    #[test]
+    fn a_job_input_gives_back_its_columns() {
+        for input in [
+            JobInput::Extract { chunk_id: 3 },
+            JobInput::Classify {
+                pairs: vec![(1, 2), (3, 4)],
+            },
+        ] {
+            let back = JobInput::from_columns(
+                input.task(),
+                input.chunk_id(),
+                input.pairs().map(<[_]>::to_vec),
+            );
+            assert_eq!(back, Ok(input));
+        }
     }
 }

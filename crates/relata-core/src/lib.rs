@@ -25,7 +25,7 @@ pub use closed::UnknownLabel;
 pub use contract::{ANSWER_V1, CLASSIFY_V1, Contract, EXTRACT_V1};
 pub use dead::DeadReason;
 pub use handle::{Handle, HandleError, SourceHandle};
-pub use job::{JobMessage, JobMessageError};
+pub use job::{JobInput, JobInputError, JobMessage, JobMessageError};
 pub use labels::{
     AnswerCheck, AnswerStatus, Check, EntityType, Reason, RelationKind, RowKind, Severity, Warning,
 };

@@ -12,7 +12,6 @@
 //! a crash before publishing leaves the row unpublished, so the next run finds it. Nothing
 //! is lost in either order.
 
-use relata_core::JobMessage;
 use relata_queue::{Broker, OutgoingJob, QueueError};
 use relata_store::{JobToPublish, Store, StoreError};
 
@@ -48,9 +47,9 @@ pub async fn publish_jobs(
         let outgoing: Vec<OutgoingJob> = batch
             .iter()
             .map(|j| OutgoingJob {
-                task: j.task,
+                task: j.task(),
                 job_id: j.job_id.clone(),
-                payload: JobMessage::new(j.task, j.job_id.clone()).encode(),
+                payload: j.message().encode(),
             })
             .collect();
         broker.publish_batch(&outgoing).await?;

@@ -12,7 +12,7 @@ use serde_json::Value;
 use tokio::sync::Semaphore;
 
 use crate::config::{ConfigError, Dialect, ModelConfig};
-use crate::error::{ModelError, TransportKind, classify_status, redirect};
+use crate::error::{ErrorClass, ModelError, StatusClass, TransportKind, redirect, status_error};
 use crate::metrics::{
     InvalidOutput, ModelMetrics, ProviderRefused, RequestFinished, RequestOutcome, TokensUsed,
     TransportFailed, UsageIgnored,
@@ -39,15 +39,27 @@ pub struct Completion {
     pub finish_reason: Option<String>,
 }
 
-/// How a call ended, for the evidence record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum CallOutcome {
-    /// A usable response reached the gate (which may still reject rows).
-    Completed,
-    Transport,
-    Permanent,
-    InvalidOutput,
+relata_core::closed_enum! {
+    /// How a call ended at the adapter, before any gate: a usable response, or the class
+    /// of its failure. Not the store's `CallOutcome`, which is what the ledger records
+    /// after the gate has judged the response (accepted, partial, rejected, …).
+    pub enum CallEnd: "call end" {
+        /// A usable response reached the gate (which may still reject rows).
+        Completed = "completed",
+        Transport = "transport",
+        Permanent = "permanent",
+        InvalidOutput = "invalid_output",
+    }
+}
+
+impl CallEnd {
+    fn of(class: ErrorClass) -> CallEnd {
+        match class {
+            ErrorClass::Transport => CallEnd::Transport,
+            ErrorClass::Permanent => CallEnd::Permanent,
+            ErrorClass::InvalidOutput => CallEnd::InvalidOutput,
+        }
+    }
 }
 
 /// Provenance of one model call: everything the store records with the rows it proposed
@@ -69,7 +81,7 @@ pub struct CallRecord {
     pub attempts: u32,
     /// Usage of the last attempt that reported any.
     pub usage: Option<Usage>,
-    pub outcome: CallOutcome,
+    pub outcome: CallEnd,
     pub transport_kind: Option<TransportKind>,
     pub http_status: Option<u16>,
     pub invalid_reason: Option<Reason>,
@@ -284,18 +296,14 @@ impl ModelClient {
         let finished_at = Utc::now();
         let (outcome, usage, finish_reason, excerpt_text, result) = match result {
             Ok(c) => (
-                CallOutcome::Completed,
+                CallEnd::Completed,
                 c.usage,
                 c.finish_reason.clone(),
                 None,
                 Ok(c),
             ),
             Err(e) => {
-                let outcome = match e.error.class() {
-                    crate::ErrorClass::Transport => CallOutcome::Transport,
-                    crate::ErrorClass::Permanent => CallOutcome::Permanent,
-                    crate::ErrorClass::InvalidOutput => CallOutcome::InvalidOutput,
-                };
+                let outcome = CallEnd::of(e.error.class());
                 let ex = match (&e.error, &e.content) {
                     (ModelError::InvalidOutput { .. }, Some(c)) => Some(self.excerpt(c)),
                     _ => None,
@@ -418,14 +426,15 @@ impl ModelClient {
         };
         let content_type = header(reqwest::header::CONTENT_TYPE);
         let location = header(reqwest::header::LOCATION);
-        if (300..400).contains(&status) {
+        let class = StatusClass::of(status);
+        if class == StatusClass::Redirect {
             return Err(self.bounded(redirect(status, location.as_deref())).into());
         }
         let (bytes, overflow) = self.read_bounded(response).await?;
 
-        if !(200..300).contains(&status) {
+        if class != StatusClass::Success {
             let message = self.provider_message(&bytes);
-            return Err(classify_status(status, retry_after, message).into());
+            return Err(status_error(status, retry_after, message).into());
         }
         if overflow {
             return Err(ModelError::InvalidOutput {
@@ -579,7 +588,8 @@ impl ModelClient {
                 .await
                 .map_err(|e| self.reqwest_error(&e, false).error)?;
             let status = response.status().as_u16();
-            if (300..400).contains(&status) {
+            let class = StatusClass::of(status);
+            if class == StatusClass::Redirect {
                 let location = response
                     .headers()
                     .get(reqwest::header::LOCATION)
@@ -587,8 +597,8 @@ impl ModelClient {
                 return Err(self.bounded(redirect(status, location.as_deref())));
             }
             let (bytes, _) = self.read_bounded(response).await.map_err(|e| e.error)?;
-            if !(200..300).contains(&status) {
-                return Err(classify_status(status, None, self.provider_message(&bytes)));
+            if class != StatusClass::Success {
+                return Err(status_error(status, None, self.provider_message(&bytes)));
             }
             #[derive(serde::Deserialize)]
             struct List {

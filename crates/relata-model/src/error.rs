@@ -4,119 +4,104 @@ use std::time::Duration;
 
 use relata_core::Reason;
 
-/// How a failure is handled. Decided once, in this crate, at the boundary; nothing
-/// downstream re-derives it from a status code or a message.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ErrorClass {
-    /// The request may succeed if sent again: retried here, then requeued by the worker.
-    Transport,
-    /// The provider refused the request itself: never retried.
-    Permanent,
-    /// The provider answered, and the answer is unusable: recorded once, never retried.
-    InvalidOutput,
-}
-
-impl ErrorClass {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            ErrorClass::Transport => "transport",
-            ErrorClass::Permanent => "permanent",
-            ErrorClass::InvalidOutput => "invalid_output",
-        }
+relata_core::closed_enum! {
+    /// How a failure is handled. Decided once, in this crate, at the boundary; nothing
+    /// downstream re-derives it from a status code or a message.
+    pub enum ErrorClass: "error class" {
+        /// The request may succeed if sent again: retried here, then requeued by the worker.
+        Transport = "transport",
+        /// The provider refused the request itself: never retried.
+        Permanent = "permanent",
+        /// The provider answered, and the answer is unusable: recorded once, never retried.
+        InvalidOutput = "invalid_output",
     }
 }
 
-/// What kind of transport failure. A closed set: it is the `kind` label of
-/// `relata_model_transport_errors_total`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-#[non_exhaustive]
-pub enum TransportKind {
-    /// The name did not resolve.
-    Dns,
-    /// Nothing listening, or the connection could not be made for another reason.
-    ConnectRefused,
-    /// The connection was not made within the connect timeout.
-    ConnectTimeout,
-    /// The TLS handshake failed.
-    Tls,
-    /// The connection was reset or closed before a response arrived.
-    Reset,
-    /// The whole request (connect, send, response, body) did not finish in time.
-    Timeout,
-    /// The response body was cut off.
-    BodyCutOff,
-    /// HTTP 408.
-    Http408,
-    /// HTTP 429.
-    Http429,
-    /// HTTP 500.
-    Http500,
-    /// HTTP 502.
-    Http502,
-    /// HTTP 503.
-    Http503,
-    /// HTTP 504.
-    Http504,
-    /// Any other failure below HTTP.
-    Other,
+relata_core::closed_enum! {
+    /// What kind of transport failure. A closed set: it is the `kind` label of
+    /// `relata_model_transport_errors_total`.
+    #[non_exhaustive]
+    pub enum TransportKind: "transport kind" {
+        /// The name did not resolve.
+        Dns = "dns",
+        /// Nothing listening, or the connection could not be made for another reason.
+        ConnectRefused = "connect_refused",
+        /// The connection was not made within the connect timeout.
+        ConnectTimeout = "connect_timeout",
+        /// The TLS handshake failed.
+        Tls = "tls",
+        /// The connection was reset or closed before a response arrived.
+        Reset = "reset",
+        /// The whole request (connect, send, response, body) did not finish in time.
+        Timeout = "timeout",
+        /// The response body was cut off.
+        BodyCutOff = "body_cut_off",
+        /// HTTP 408.
+        Http408 = "http_408",
+        /// HTTP 429.
+        Http429 = "http_429",
+        /// HTTP 500.
+        Http500 = "http_500",
+        /// HTTP 502.
+        Http502 = "http_502",
+        /// HTTP 503.
+        Http503 = "http_503",
+        /// HTTP 504.
+        Http504 = "http_504",
+        /// Any other failure below HTTP.
+        Other = "other",
+    }
 }
+
+/// The HTTP statuses worth sending again, each with its transport kind. [`StatusClass`]
+/// reads it one way, [`TransportKind::http_status`] the other.
+const TRANSIENT_STATUSES: [(u16, TransportKind); 6] = [
+    (408, TransportKind::Http408),
+    (429, TransportKind::Http429),
+    (500, TransportKind::Http500),
+    (502, TransportKind::Http502),
+    (503, TransportKind::Http503),
+    (504, TransportKind::Http504),
+];
 
 impl TransportKind {
-    pub const ALL: &'static [TransportKind] = &[
-        TransportKind::Dns,
-        TransportKind::ConnectRefused,
-        TransportKind::ConnectTimeout,
-        TransportKind::Tls,
-        TransportKind::Reset,
-        TransportKind::Timeout,
-        TransportKind::BodyCutOff,
-        TransportKind::Http408,
-        TransportKind::Http429,
-        TransportKind::Http500,
-        TransportKind::Http502,
-        TransportKind::Http503,
-        TransportKind::Http504,
-        TransportKind::Other,
-    ];
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            TransportKind::Dns => "dns",
-            TransportKind::ConnectRefused => "connect_refused",
-            TransportKind::ConnectTimeout => "connect_timeout",
-            TransportKind::Tls => "tls",
-            TransportKind::Reset => "reset",
-            TransportKind::Timeout => "timeout",
-            TransportKind::BodyCutOff => "body_cut_off",
-            TransportKind::Http408 => "http_408",
-            TransportKind::Http429 => "http_429",
-            TransportKind::Http500 => "http_500",
-            TransportKind::Http502 => "http_502",
-            TransportKind::Http503 => "http_503",
-            TransportKind::Http504 => "http_504",
-            TransportKind::Other => "other",
-        }
-    }
-
-    /// The transport kind of an HTTP status, or `None` when the status is not transient.
-    pub const fn from_status(status: u16) -> Option<TransportKind> {
-        match status {
-            408 => Some(TransportKind::Http408),
-            429 => Some(TransportKind::Http429),
-            500 => Some(TransportKind::Http500),
-            502 => Some(TransportKind::Http502),
-            503 => Some(TransportKind::Http503),
-            504 => Some(TransportKind::Http504),
-            _ => None,
-        }
+    /// The HTTP status this kind stands for, if it stands for one.
+    pub fn http_status(self) -> Option<u16> {
+        TRANSIENT_STATUSES
+            .iter()
+            .find(|(_, k)| *k == self)
+            .map(|(s, _)| *s)
     }
 }
 
-impl std::fmt::Display for TransportKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
+/// What an HTTP status from the model endpoint means: the one place a status is mapped to
+/// how it is handled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StatusClass {
+    /// 2xx: the body is read and judged.
+    Success,
+    /// 3xx: never followed (see [`redirect`]); a configuration failure.
+    Redirect,
+    /// Worth sending again.
+    Transient(TransportKind),
+    /// 401, 403, 404: a rejected key, a model or route that does not exist. Every request
+    /// would fail the same way.
+    Configuration,
+    /// Every other status: the provider refused this request.
+    Refused,
+}
+
+impl StatusClass {
+    pub(crate) fn of(status: u16) -> StatusClass {
+        if let Some((_, kind)) = TRANSIENT_STATUSES.iter().find(|(s, _)| *s == status) {
+            return StatusClass::Transient(*kind);
+        }
+        match status {
+            200..=299 => StatusClass::Success,
+            300..=399 => StatusClass::Redirect,
+            401 | 403 | 404 => StatusClass::Configuration,
+            _ => StatusClass::Refused,
+        }
     }
 }
 
@@ -177,15 +162,7 @@ impl ModelError {
     pub fn status(&self) -> Option<u16> {
         match self {
             ModelError::Permanent { status, .. } => Some(*status),
-            ModelError::Transport { kind, .. } => match kind {
-                TransportKind::Http408 => Some(408),
-                TransportKind::Http429 => Some(429),
-                TransportKind::Http500 => Some(500),
-                TransportKind::Http502 => Some(502),
-                TransportKind::Http503 => Some(503),
-                TransportKind::Http504 => Some(504),
-                _ => None,
-            },
+            ModelError::Transport { kind, .. } => kind.http_status(),
             ModelError::InvalidOutput { .. } => None,
         }
     }
@@ -203,7 +180,7 @@ impl ModelError {
     /// worker stops taking jobs instead of dead-lettering its backlog one by one.
     pub fn is_configuration_failure(&self) -> bool {
         matches!(self, ModelError::Permanent { status, .. }
-            if matches!(status, 401 | 403 | 404 | 300..=399))
+            if matches!(StatusClass::of(*status), StatusClass::Configuration | StatusClass::Redirect))
     }
 }
 
@@ -223,19 +200,23 @@ pub(crate) fn redirect(status: u16, location: Option<&str>) -> ModelError {
     }
 }
 
-/// Classify an HTTP status that is not a success.
-pub(crate) fn classify_status(
+/// The error of an HTTP status that is not a success (or of a provider error carried in a
+/// 200's body, whose code names a status).
+pub(crate) fn status_error(
     status: u16,
     retry_after: Option<Duration>,
     message: String,
 ) -> ModelError {
-    match TransportKind::from_status(status) {
-        Some(kind) => ModelError::Transport {
+    match StatusClass::of(status) {
+        StatusClass::Transient(kind) => ModelError::Transport {
             kind,
             retry_after,
             detail: message,
         },
-        None => ModelError::Permanent { status, message },
+        StatusClass::Success
+        | StatusClass::Redirect
+        | StatusClass::Configuration
+        | StatusClass::Refused => ModelError::Permanent { status, message },
     }
 }
 
@@ -247,19 +228,19 @@ mod tests {
     fn statuses_are_classified_once() {
         for s in [408, 429, 500, 502, 503, 504] {
             assert_eq!(
-                classify_status(s, None, String::new()).class(),
+                status_error(s, None, String::new()).class(),
                 ErrorClass::Transport,
                 "{s}"
             );
         }
         for s in [400, 401, 403, 404, 409, 413, 418, 422, 501, 505, 599, 302] {
-            let e = classify_status(s, None, String::new());
+            let e = status_error(s, None, String::new());
             assert_eq!(e.class(), ErrorClass::Permanent, "{s}");
             assert!(!e.is_retryable());
         }
-        assert!(classify_status(401, None, String::new()).is_configuration_failure());
+        assert!(status_error(401, None, String::new()).is_configuration_failure());
         assert!(redirect(307, Some("http://elsewhere/v1")).is_configuration_failure());
-        assert!(!classify_status(400, None, String::new()).is_configuration_failure());
+        assert!(!status_error(400, None, String::new()).is_configuration_failure());
     }
 
     #[test]
@@ -268,5 +249,19 @@ mod tests {
         labels.sort_unstable();
         labels.dedup();
         assert_eq!(labels.len(), TransportKind::ALL.len());
+    }
+
+    #[test]
+    fn a_transient_status_and_its_kind_map_both_ways() {
+        for (status, kind) in TRANSIENT_STATUSES {
+            assert_eq!(StatusClass::of(status), StatusClass::Transient(kind));
+            assert_eq!(kind.http_status(), Some(status));
+        }
+        assert_eq!(TransportKind::Timeout.http_status(), None);
+        assert_eq!(StatusClass::of(200), StatusClass::Success);
+        assert_eq!(StatusClass::of(307), StatusClass::Redirect);
+        assert_eq!(StatusClass::of(403), StatusClass::Configuration);
+        assert_eq!(StatusClass::of(400), StatusClass::Refused);
+        assert_eq!(StatusClass::of(501), StatusClass::Refused);
     }
 }

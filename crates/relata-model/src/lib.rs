@@ -131,7 +131,7 @@ mod redact;
 mod wire;
 
 pub use client::{
-    CallOutcome, CallRecord, Completion, DETAIL_CHARS, EXCERPT_CHARS, ModelCall, ModelClient,
+    CallEnd, CallRecord, Completion, DETAIL_CHARS, EXCERPT_CHARS, ModelCall, ModelClient,
 };
 pub use config::{ConfigError, Dialect, ModelConfig};
 pub use error::{ErrorClass, ModelError, TransportKind};

@@ -19,27 +19,18 @@ use crate::wire::Usage;
 type Labels1 = [(&'static str, &'static str); 1];
 type Labels2 = [(&'static str, &'static str); 2];
 
-/// The `outcome` label of `relata_model_requests_total`: how one HTTP request ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum RequestOutcome {
-    /// A usable 200 (the gate judges its content separately).
-    Ok,
-    Transport,
-    Permanent,
-    InvalidOutput,
+relata_core::closed_enum! {
+    /// The `outcome` label of `relata_model_requests_total`: how one HTTP request ended.
+    pub enum RequestOutcome: "request outcome" {
+        /// A usable 200 (the gate judges its content separately).
+        Ok = "ok",
+        Transport = "transport",
+        Permanent = "permanent",
+        InvalidOutput = "invalid_output",
+    }
 }
 
 impl RequestOutcome {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            RequestOutcome::Ok => "ok",
-            RequestOutcome::Transport => "transport",
-            RequestOutcome::Permanent => "permanent",
-            RequestOutcome::InvalidOutput => "invalid_output",
-        }
-    }
-
     pub fn from_class(class: ErrorClass) -> RequestOutcome {
         match class {
             ErrorClass::Transport => RequestOutcome::Transport,

@@ -434,7 +434,7 @@ fn error_in_200(error: &Value) -> ModelError {
         .unwrap_or_else(|| "none".to_owned());
     let message = format!("HTTP 200 carrying a provider error (code {named}): {message}");
     match status {
-        Some(status) => crate::error::classify_status(status, None, message),
+        Some(status) => crate::error::status_error(status, None, message),
         // An error nobody can classify is not retried: retrying the unknown would loop.
         None => ModelError::Permanent {
             status: 200,

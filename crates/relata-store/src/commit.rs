@@ -3,9 +3,12 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
-use relata_core::{Handle, JobId, Reason, RowKind, Task};
-use relata_validate::{ClassifyRows, ExtractRows, Finding, Judgement, Rejection, Verdict};
-use sqlx::PgConnection;
+use relata_core::{Handle, JobId, JobInput, Reason, RowKind, Task};
+use relata_validate::{
+    AcceptedEntity, ClassifyRows, ExtractRows, Finding, Judgement, Rejection, Verdict,
+};
+use sqlx::query::QueryAs;
+use sqlx::{PgConnection, Postgres};
 
 use crate::error::{Result, StoreError};
 use crate::jobs::{
@@ -25,14 +28,11 @@ fn outcome_of(verdict: Verdict) -> (CallOutcome, JobState) {
     }
 }
 
-fn expect_task(job_id: &JobId, job: &LockedJob, task: Task) -> Result<()> {
-    if job.task != task {
-        return Err(StoreError::InvalidInput(format!(
-            "job {job_id} is a {} job, not {task}",
-            job.task
-        )));
-    }
-    Ok(())
+fn wrong_task(job_id: &JobId, job: &LockedJob, task: Task) -> StoreError {
+    StoreError::InvalidInput(format!(
+        "job {job_id} is a {} job, not {task}",
+        job.input.task()
+    ))
 }
 
 impl Store {
@@ -64,156 +64,49 @@ impl Store {
             ));
         }
         let (call_outcome, state) = outcome_of(judgement.verdict());
-        let call_reason = judgement.response_rejection().map(|r| r.reason.as_str());
-        let columns = CallColumns::of(call)?;
+        let guard = ExtractGuard {
+            job_id,
+            state,
+            chunk,
+            fingerprint: call.version.fingerprint(),
+        };
+        let call_row = CallRow {
+            columns: CallColumns::of(call)?,
+            outcome: call_outcome,
+            reason: judgement.response_rejection().map(|r| r.reason.as_str()),
+        };
         let rows = judgement.accepted();
-
-        let entities = rows.entities();
-        let mut e_index = Vec::with_capacity(entities.len());
-        let mut e_name = Vec::with_capacity(entities.len());
-        let mut e_key = Vec::with_capacity(entities.len());
-        let mut e_type = Vec::with_capacity(entities.len());
-        let mut first_by_name: HashMap<String, usize> = HashMap::new();
-        let mut w = WarningColumns::default();
-        for e in entities {
-            let key = normalize_name(e.name());
-            e_index.push(to_i32(e.index(), "row index")?);
-            e_name.push(e.name());
-            first_by_name.entry(key.clone()).or_insert(e.index());
-            e_key.push(key);
-            e_type.push(e.entity_type().as_str());
-            w.push(RowKind::Entity, e.index(), e.warnings())?;
-        }
-
-        // Every claim is checked before anything is sent. A claim names its entity by the
-        // entity's row index; the statement turns that into the id it has just assigned.
-        let claims = rows.claims();
-        let mut c_index = Vec::with_capacity(claims.len());
-        let mut c_statement = Vec::with_capacity(claims.len());
-        let mut c_quote = Vec::with_capacity(claims.len());
-        let mut c_start = Vec::with_capacity(claims.len());
-        let mut c_end = Vec::with_capacity(claims.len());
-        let mut c_subject = Vec::with_capacity(claims.len());
-        let mut c_subject_key = Vec::with_capacity(claims.len());
-        let mut c_entity_row: Vec<Option<i32>> = Vec::with_capacity(claims.len());
-        for c in claims {
-            let (qs, qe) = c.quote_span();
-            // Guarantee 5: the quote is the chunk's own text at the gate's offsets. The
-            // database checks the same against the revision text (trigger).
-            if chunk.text.get(qs..qe) != Some(c.quote()) {
-                return Err(StoreError::Invariant(format!(
-                    "claim {} of job {job_id}: quote is not the chunk text at [{qs}, {qe})",
-                    c.index()
-                )));
-            }
-            let subject_key = normalize_name(c.subject());
-            let entity_row = match c.subject_entity_index() {
-                Some(i) if entities.iter().any(|e| e.index() == i) => Some(i),
-                Some(i) => {
-                    return Err(StoreError::Invariant(format!(
-                        "claim {} names entity row {i}, which was not accepted",
-                        c.index()
-                    )));
-                }
-                // The subject check was disabled: link by name if this response has the
-                // entity, otherwise leave the claim without one.
-                None => first_by_name.get(&subject_key).copied(),
-            };
-            c_index.push(to_i32(c.index(), "row index")?);
-            c_statement.push(c.statement());
-            c_quote.push(c.quote());
-            c_start.push(to_i32(chunk.start_byte + qs, "quote start")?);
-            c_end.push(to_i32(chunk.start_byte + qe, "quote end")?);
-            c_subject.push(c.subject());
-            c_subject_key.push(subject_key);
-            c_entity_row.push(entity_row.map(|i| to_i32(i, "row index")).transpose()?);
-            w.push(RowKind::Claim, c.index(), c.warnings())?;
-        }
+        let mut warnings = WarningColumns::default();
+        let entities = EntityColumns::of(rows.entities(), &mut warnings)?;
+        // Every claim is checked before anything is sent.
+        let claims = ClaimColumns::of(job_id, rows, &entities, chunk, &mut warnings)?;
         let rejections = judgement.rejections();
-        let x = RejectionColumns::of(&rejections)?;
+        let rejections = RejectionColumns::of(&rejections)?;
 
-        let written: Vec<(i16, i64, i32)> = sqlx::query_as(COMMIT_EXTRACT)
-            .bind(job_id.as_str()) // $1
-            .bind(state.as_str())
-            .bind(chunk.id)
-            .bind(call.version.fingerprint())
-            .bind(columns.task) // $5
-            .bind(columns.model)
-            .bind(columns.prompt_version)
-            .bind(columns.schema_id)
-            .bind(columns.schema_version)
-            .bind(columns.schema_sha256) // $10
-            .bind(columns.started_at)
-            .bind(columns.finished_at)
-            .bind(columns.duration_ms)
-            .bind(columns.attempts)
-            .bind(columns.prompt_tokens) // $15
-            .bind(columns.completion_tokens)
-            .bind(call_outcome.as_str())
-            .bind(call_reason)
-            .bind(columns.excerpt)
-            .bind(chunk.document_id) // $20
-            .bind(chunk.revision_id)
-            .bind(&e_index)
-            .bind(&e_name)
-            .bind(&e_key)
-            .bind(&e_type) // $25
-            .bind(&c_index)
-            .bind(&c_statement)
-            .bind(&c_quote)
-            .bind(&c_start)
-            .bind(&c_end) // $30
-            .bind(&c_subject)
-            .bind(&c_subject_key)
-            .bind(&c_entity_row)
-            .bind(&w.kind)
-            .bind(&w.index) // $35
-            .bind(&w.warning)
-            .bind(&w.reason)
-            .bind(&w.detail)
-            .bind(&x.reason)
-            .bind(&x.kind) // $40
-            .bind(&x.index)
-            .bind(&x.detail)
-            .bind(columns.sent_schema_sha256) // $43
-            .fetch_all(&self.pool)
-            .await?;
+        let query = sqlx::query_as(COMMIT_EXTRACT);
+        let query = guard.bind(query);
+        let query = call_row.bind(query);
+        let query = guard.bind_source(query);
+        let query = entities.bind(query);
+        let query = claims.bind(query);
+        let query = warnings.bind(query);
+        let query = rejections.bind(query);
+        let query = query.bind(call_row.columns.sent_schema_sha256); // $43
+        let written = Written::read(query.fetch_all(&self.pool).await?)?;
 
-        let mut call_id = None;
-        let mut entity_by_index: HashMap<usize, i64> = HashMap::new();
-        let mut claim_by_index: HashMap<usize, i64> = HashMap::new();
-        let mut counts = RowCounts::default();
-        for (kind, id, index) in written {
-            match kind {
-                0 => call_id = Some(id),
-                1 => {
-                    entity_by_index.insert(index as usize, id);
-                }
-                2 => {
-                    claim_by_index.insert(index as usize, id);
-                }
-                3 => counts.warnings = count(id)?,
-                4 => counts.rejections = count(id)?,
-                k => return Err(StoreError::Invariant(format!("unknown row kind {k}"))),
-            }
-        }
-        let Some(call_id) = call_id else {
+        let Some(call_id) = written.call_id else {
             return self.refused_extract(job_id, call, chunk).await;
         };
-        let mut entity_ids = Vec::with_capacity(entities.len());
-        for e in entities {
-            entity_ids.push(*entity_by_index.get(&e.index()).ok_or_else(|| {
-                StoreError::Invariant(format!("entity row {} was not inserted", e.index()))
-            })?);
-        }
-        let mut claim_ids = Vec::with_capacity(claims.len());
-        for c in claims {
-            claim_ids.push(*claim_by_index.get(&c.index()).ok_or_else(|| {
-                StoreError::Invariant(format!("claim row {} was not inserted", c.index()))
-            })?);
-        }
-        counts.entities = entity_ids.len();
-        counts.claims = claim_ids.len();
+        let entity_ids =
+            written.ids_of(RowKind::Entity, rows.entities().iter().map(|e| e.index()))?;
+        let claim_ids = written.ids_of(RowKind::Claim, rows.claims().iter().map(|c| c.index()))?;
+        let counts = RowCounts {
+            entities: entity_ids.len(),
+            claims: claim_ids.len(),
+            warnings: written.warnings,
+            rejections: written.rejections,
+            ..RowCounts::default()
+        };
         Ok(CommitOutcome::Committed(Committed {
             call_id: Some(call_id),
             state,
@@ -237,11 +130,13 @@ impl Store {
         if job.state.is_terminal() {
             return Ok(CommitOutcome::AlreadyCommitted { state: job.state });
         }
-        expect_task(job_id, &job, Task::Extract)?;
-        if job.chunk_id != Some(chunk.id) {
+        let JobInput::Extract { chunk_id } = job.input else {
+            return Err(wrong_task(job_id, &job, Task::Extract));
+        };
+        if chunk_id != chunk.id {
             return Err(StoreError::InvalidInput(format!(
-                "job {job_id} is for chunk {:?}, not chunk {}",
-                job.chunk_id, chunk.id
+                "job {job_id} is for chunk {chunk_id}, not chunk {}",
+                chunk.id
             )));
         }
         check_call_version(job_id, &job.fingerprint, call)?;
@@ -273,8 +168,9 @@ impl Store {
             tx.rollback().await?;
             return Ok(CommitOutcome::AlreadyCommitted { state: job.state });
         }
-        expect_task(job_id, &job, Task::Classify)?;
-        let pairs = job.pairs.clone().unwrap_or_default();
+        let JobInput::Classify { pairs } = &job.input else {
+            return Err(wrong_task(job_id, &job, Task::Classify));
+        };
 
         let (call_outcome, state) = outcome_of(judgement.verdict());
         let call_reason = judgement.response_rejection().map(|r| r.reason.as_str());
@@ -369,8 +265,14 @@ impl Store {
             reason,
             detail: detail.to_owned(),
         };
-        let rejections =
-            insert_rejections(&mut tx, Some(call_id), job_id, job.task, &[rejection]).await?;
+        let rejections = insert_rejections(
+            &mut tx,
+            Some(call_id),
+            job_id,
+            job.input.task(),
+            &[rejection],
+        )
+        .await?;
         finish_job(&mut tx, job_id, JobState::Invalid).await?;
         tx.commit().await?;
         Ok(CommitOutcome::Committed(Committed {
@@ -514,6 +416,276 @@ UNION ALL SELECT 2::int2, id, row_index FROM c
 UNION ALL SELECT 3::int2, count(*), 0 FROM w
 UNION ALL SELECT 4::int2, count(*), 0 FROM x";
 
+/// The extract commit statement with its parameters bound so far.
+type ExtractQuery<'q> = QueryAs<'q, Postgres, WrittenRow, <Postgres as sqlx::Database>::Arguments>;
+
+/// One row the extract commit statement returns: `(kind, id or count, row index)`.
+type WrittenRow = (i16, i64, i32);
+
+/// What a row the extract commit statement returns stands for: the first column of each
+/// `UNION ALL` branch at the end of [`COMMIT_EXTRACT`], which must use these values (a
+/// test reads the statement).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i16)]
+enum WrittenKind {
+    /// `id` is the model call's id.
+    Call = 0,
+    /// `id` is an entity's id, at `row_index`.
+    Entity = 1,
+    /// `id` is a claim's id, at `row_index`.
+    Claim = 2,
+    /// `id` is how many warnings were written.
+    Warnings = 3,
+    /// `id` is how many `invalid_outputs` rows were written.
+    Rejections = 4,
+}
+
+impl WrittenKind {
+    const ALL: [WrittenKind; 5] = [
+        WrittenKind::Call,
+        WrittenKind::Entity,
+        WrittenKind::Claim,
+        WrittenKind::Warnings,
+        WrittenKind::Rejections,
+    ];
+
+    fn of(value: i16) -> Result<WrittenKind> {
+        WrittenKind::ALL
+            .into_iter()
+            .find(|k| *k as i16 == value)
+            .ok_or_else(|| StoreError::Invariant(format!("unknown row kind {value}")))
+    }
+}
+
+/// What the extract commit statement wrote, read back from its rows.
+#[derive(Default)]
+struct Written {
+    /// `None` when the guard matched nothing and nothing was written.
+    call_id: Option<i64>,
+    entity_by_index: HashMap<usize, i64>,
+    claim_by_index: HashMap<usize, i64>,
+    warnings: usize,
+    rejections: usize,
+}
+
+impl Written {
+    fn read(rows: Vec<WrittenRow>) -> Result<Written> {
+        let mut w = Written::default();
+        for (kind, id, index) in rows {
+            match WrittenKind::of(kind)? {
+                WrittenKind::Call => w.call_id = Some(id),
+                WrittenKind::Entity => {
+                    w.entity_by_index.insert(index as usize, id);
+                }
+                WrittenKind::Claim => {
+                    w.claim_by_index.insert(index as usize, id);
+                }
+                WrittenKind::Warnings => w.warnings = count(id)?,
+                WrittenKind::Rejections => w.rejections = count(id)?,
+            }
+        }
+        Ok(w)
+    }
+
+    /// The ids of the rows at these indexes, in their order; every one must have been
+    /// written.
+    fn ids_of(&self, kind: RowKind, indexes: impl Iterator<Item = usize>) -> Result<Vec<i64>> {
+        let by_index = match kind {
+            RowKind::Entity => &self.entity_by_index,
+            RowKind::Claim => &self.claim_by_index,
+            RowKind::Relation => {
+                return Err(StoreError::Invariant(
+                    "an extract commit writes no relations".into(),
+                ));
+            }
+        };
+        indexes
+            .map(|i| {
+                by_index.get(&i).copied().ok_or_else(|| {
+                    StoreError::Invariant(format!("{kind} row {i} was not inserted"))
+                })
+            })
+            .collect()
+    }
+}
+
+/// The guard of the extract commit ($1–$4): the job, queued, of this task, chunk and task
+/// version, and the state it moves to.
+struct ExtractGuard<'a> {
+    job_id: &'a JobId,
+    state: JobState,
+    chunk: &'a ChunkRow,
+    fingerprint: String,
+}
+
+impl ExtractGuard<'_> {
+    fn bind<'q>(&'q self, q: ExtractQuery<'q>) -> ExtractQuery<'q> {
+        q.bind(self.job_id.as_str()) // $1
+            .bind(self.state.as_str())
+            .bind(self.chunk.id)
+            .bind(&self.fingerprint)
+    }
+
+    /// $20–$21: the document and revision every row comes from (the chunk is $3).
+    fn bind_source<'q>(&'q self, q: ExtractQuery<'q>) -> ExtractQuery<'q> {
+        q.bind(self.chunk.document_id) // $20
+            .bind(self.chunk.revision_id)
+    }
+}
+
+/// The model call's record ($5–$19; its sent schema is $43).
+struct CallRow<'a> {
+    columns: CallColumns<'a>,
+    outcome: CallOutcome,
+    reason: Option<&'static str>,
+}
+
+impl CallRow<'_> {
+    fn bind<'q>(&'q self, q: ExtractQuery<'q>) -> ExtractQuery<'q> {
+        let c = &self.columns;
+        q.bind(c.task) // $5
+            .bind(c.model)
+            .bind(c.prompt_version)
+            .bind(c.schema_id)
+            .bind(c.schema_version)
+            .bind(c.schema_sha256) // $10
+            .bind(c.started_at)
+            .bind(c.finished_at)
+            .bind(c.duration_ms)
+            .bind(c.attempts)
+            .bind(c.prompt_tokens) // $15
+            .bind(c.completion_tokens)
+            .bind(self.outcome.as_str())
+            .bind(self.reason)
+            .bind(c.excerpt.as_deref())
+    }
+}
+
+/// Accepted entities, column by column ($22–$25).
+struct EntityColumns<'a> {
+    index: Vec<i32>,
+    name: Vec<&'a str>,
+    key: Vec<String>,
+    entity_type: Vec<&'static str>,
+    /// Normalised name -> row index of the first entity with it.
+    first_by_name: HashMap<String, usize>,
+}
+
+impl<'a> EntityColumns<'a> {
+    fn of(
+        entities: &'a [AcceptedEntity],
+        warnings: &mut WarningColumns<'a>,
+    ) -> Result<EntityColumns<'a>> {
+        let mut x = EntityColumns {
+            index: Vec::with_capacity(entities.len()),
+            name: Vec::with_capacity(entities.len()),
+            key: Vec::with_capacity(entities.len()),
+            entity_type: Vec::with_capacity(entities.len()),
+            first_by_name: HashMap::new(),
+        };
+        for e in entities {
+            let key = normalize_name(e.name());
+            x.index.push(to_i32(e.index(), "row index")?);
+            x.name.push(e.name());
+            x.first_by_name.entry(key.clone()).or_insert(e.index());
+            x.key.push(key);
+            x.entity_type.push(e.entity_type().as_str());
+            warnings.push(RowKind::Entity, e.index(), e.warnings())?;
+        }
+        Ok(x)
+    }
+
+    fn bind<'q>(&'q self, q: ExtractQuery<'q>) -> ExtractQuery<'q> {
+        q.bind(&self.index) // $22
+            .bind(&self.name)
+            .bind(&self.key)
+            .bind(&self.entity_type)
+    }
+}
+
+/// Accepted claims, column by column ($26–$33). Offsets are the revision's: the gate's
+/// offsets within the chunk plus the chunk's start.
+struct ClaimColumns<'a> {
+    index: Vec<i32>,
+    statement: Vec<&'a str>,
+    quote: Vec<&'a str>,
+    start: Vec<i32>,
+    end: Vec<i32>,
+    subject: Vec<&'a str>,
+    subject_key: Vec<String>,
+    /// The row index of the claim's entity; the statement turns it into the id it has
+    /// just assigned.
+    entity_row: Vec<Option<i32>>,
+}
+
+impl<'a> ClaimColumns<'a> {
+    fn of(
+        job_id: &JobId,
+        rows: &'a ExtractRows,
+        entities: &EntityColumns<'_>,
+        chunk: &ChunkRow,
+        warnings: &mut WarningColumns<'a>,
+    ) -> Result<ClaimColumns<'a>> {
+        let claims = rows.claims();
+        let mut x = ClaimColumns {
+            index: Vec::with_capacity(claims.len()),
+            statement: Vec::with_capacity(claims.len()),
+            quote: Vec::with_capacity(claims.len()),
+            start: Vec::with_capacity(claims.len()),
+            end: Vec::with_capacity(claims.len()),
+            subject: Vec::with_capacity(claims.len()),
+            subject_key: Vec::with_capacity(claims.len()),
+            entity_row: Vec::with_capacity(claims.len()),
+        };
+        for c in claims {
+            let (qs, qe) = c.quote_span();
+            // Guarantee 5: the quote is the chunk's own text at the gate's offsets. The
+            // database checks the same against the revision text (trigger).
+            if chunk.text.get(qs..qe) != Some(c.quote()) {
+                return Err(StoreError::Invariant(format!(
+                    "claim {} of job {job_id}: quote is not the chunk text at [{qs}, {qe})",
+                    c.index()
+                )));
+            }
+            let subject_key = normalize_name(c.subject());
+            let entity_row = match c.subject_entity_index() {
+                Some(i) if rows.entities().iter().any(|e| e.index() == i) => Some(i),
+                Some(i) => {
+                    return Err(StoreError::Invariant(format!(
+                        "claim {} names entity row {i}, which was not accepted",
+                        c.index()
+                    )));
+                }
+                // The subject check was disabled: link by name if this response has the
+                // entity, otherwise leave the claim without one.
+                None => entities.first_by_name.get(&subject_key).copied(),
+            };
+            x.index.push(to_i32(c.index(), "row index")?);
+            x.statement.push(c.statement());
+            x.quote.push(c.quote());
+            x.start.push(to_i32(chunk.start_byte + qs, "quote start")?);
+            x.end.push(to_i32(chunk.start_byte + qe, "quote end")?);
+            x.subject.push(c.subject());
+            x.subject_key.push(subject_key);
+            x.entity_row
+                .push(entity_row.map(|i| to_i32(i, "row index")).transpose()?);
+            warnings.push(RowKind::Claim, c.index(), c.warnings())?;
+        }
+        Ok(x)
+    }
+
+    fn bind<'q>(&'q self, q: ExtractQuery<'q>) -> ExtractQuery<'q> {
+        q.bind(&self.index) // $26
+            .bind(&self.statement)
+            .bind(&self.quote)
+            .bind(&self.start)
+            .bind(&self.end) // $30
+            .bind(&self.subject)
+            .bind(&self.subject_key)
+            .bind(&self.entity_row)
+    }
+}
+
 fn count(n: i64) -> Result<usize> {
     usize::try_from(n).map_err(|_| StoreError::Invariant(format!("negative row count {n}")))
 }
@@ -529,6 +701,15 @@ struct WarningColumns<'a> {
 }
 
 impl<'a> WarningColumns<'a> {
+    /// $34–$38 of the extract commit.
+    fn bind<'q>(&'q self, q: ExtractQuery<'q>) -> ExtractQuery<'q> {
+        q.bind(&self.kind) // $34
+            .bind(&self.index)
+            .bind(&self.warning)
+            .bind(&self.reason)
+            .bind(&self.detail)
+    }
+
     fn push(&mut self, kind: RowKind, index: usize, findings: &'a [Finding]) -> Result<()> {
         for f in findings {
             self.kind.push(kind.as_str());
@@ -550,6 +731,14 @@ struct RejectionColumns<'a> {
 }
 
 impl<'a> RejectionColumns<'a> {
+    /// $39–$42 of the extract commit.
+    fn bind<'q>(&'q self, q: ExtractQuery<'q>) -> ExtractQuery<'q> {
+        q.bind(&self.reason) // $39
+            .bind(&self.kind)
+            .bind(&self.index)
+            .bind(&self.detail)
+    }
+
     fn of(rejections: &'a [Rejection]) -> Result<RejectionColumns<'a>> {
         let mut x = RejectionColumns {
             reason: Vec::with_capacity(rejections.len()),
@@ -565,5 +754,38 @@ impl<'a> RejectionColumns<'a> {
             x.detail.push(bounded(&r.detail));
         }
         Ok(x)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The statement's closing `SELECT`s and [`WrittenKind`] must agree: each kind's value
+    /// heads exactly the branch that reads its step.
+    #[test]
+    fn the_commit_statements_row_kinds_are_written_kind() {
+        let branches: Vec<&str> = COMMIT_EXTRACT
+            .lines()
+            .filter(|l| l.contains("::int2"))
+            .collect();
+        assert_eq!(branches.len(), WrittenKind::ALL.len(), "{branches:?}");
+        for kind in WrittenKind::ALL {
+            let (value, reads) = match kind {
+                WrittenKind::Call => (0, "id, 0 FROM call"),
+                WrittenKind::Entity => (1, "id, row_index FROM e"),
+                WrittenKind::Claim => (2, "id, row_index FROM c"),
+                WrittenKind::Warnings => (3, "count(*), 0 FROM w"),
+                WrittenKind::Rejections => (4, "count(*), 0 FROM x"),
+            };
+            assert_eq!(kind as i16, value);
+            assert_eq!(WrittenKind::of(value).unwrap(), kind);
+            let branch = format!("SELECT {}::int2, {reads}", kind as i16);
+            assert!(
+                branches.iter().any(|l| l.ends_with(&branch)),
+                "no branch {branch:?} in {branches:?}"
+            );
+        }
+        assert!(WrittenKind::of(5).is_err());
     }
 }

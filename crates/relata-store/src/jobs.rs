@@ -2,7 +2,7 @@
 //! helpers every terminal operation shares (lock the job, record the call, finish).
 
 use chrono::{DateTime, Utc};
-use relata_core::{JobId, Task, TaskVersion};
+use relata_core::{JobId, JobInput, Task, TaskVersion};
 use sqlx::types::Json;
 use sqlx::{PgConnection, Row};
 use std::borrow::Cow;
@@ -114,9 +114,9 @@ impl Store {
             .map(|row| {
                 Ok(JobToPublish {
                     job_id: parse_job_id(row.try_get(0)?)?,
-                    task: Task::Extract,
-                    chunk_id: row.try_get(1)?,
-                    pairs: None,
+                    input: JobInput::Extract {
+                        chunk_id: row.try_get(1)?,
+                    },
                 })
             })
             .collect()
@@ -278,12 +278,22 @@ impl Store {
 /// The ledger row of a job, locked for the rest of the transaction.
 #[derive(Debug)]
 pub(crate) struct LockedJob {
-    pub task: Task,
     pub fingerprint: String,
     pub state: JobState,
     pub attempts: i32,
-    pub chunk_id: Option<i64>,
-    pub pairs: Option<Vec<(i64, i64)>>,
+    pub input: JobInput,
+}
+
+/// A job's input from its `task`, `chunk_id` and `pairs` columns; a row that holds other
+/// than exactly its task's input is refused, naming the job.
+fn job_input(
+    job_id: &str,
+    task: Task,
+    chunk_id: Option<i64>,
+    pairs: Option<Json<Vec<(i64, i64)>>>,
+) -> Result<JobInput> {
+    JobInput::from_columns(task, chunk_id, pairs.map(|p| p.0))
+        .map_err(|e| StoreError::Invariant(format!("stored job {job_id}: {e}")))
 }
 
 /// A `jobs` row as a [`JobRow`], from a row that selected `job_columns!`.
@@ -297,15 +307,20 @@ fn job_row(row: &sqlx::postgres::PgRow) -> Result<JobRow> {
         schema_sha256: row.try_get("schema_sha256")?,
         model: row.try_get("model")?,
     };
-    let pairs: Option<Json<Vec<(i64, i64)>>> = row.try_get("pairs")?;
+    let job_id: String = row.try_get("job_id")?;
+    let input = job_input(
+        &job_id,
+        version.task,
+        row.try_get("chunk_id")?,
+        row.try_get("pairs")?,
+    )?;
     let dead: Option<String> = row.try_get("dead_reason")?;
     let origin: Option<String> = row.try_get("origin_job_id")?;
     Ok(JobRow {
-        job_id: parse_job_id(row.try_get("job_id")?)?,
+        job_id: parse_job_id(job_id)?,
         version,
         task_version_fingerprint: row.try_get("task_version_fingerprint")?,
-        chunk_id: row.try_get("chunk_id")?,
-        pairs: pairs.map(|p| p.0),
+        input,
         origin_job_id: origin.map(parse_job_id).transpose()?,
         state: parse_label(row.try_get("state")?)?,
         attempts: row.try_get("attempts")?,
@@ -328,14 +343,16 @@ pub(crate) async fn lock_job(conn: &mut PgConnection, job_id: &JobId) -> Result<
     .fetch_optional(&mut *conn)
     .await?
     .ok_or_else(|| StoreError::JobNotFound(job_id.clone()))?;
-    let pairs: Option<Json<Vec<(i64, i64)>>> = row.try_get(5)?;
     Ok(LockedJob {
-        task: parse_label(row.try_get(0)?)?,
         fingerprint: row.try_get(1)?,
         state: parse_label(row.try_get(2)?)?,
         attempts: row.try_get(3)?,
-        chunk_id: row.try_get(4)?,
-        pairs: pairs.map(|p| p.0),
+        input: job_input(
+            job_id.as_str(),
+            parse_label(row.try_get(0)?)?,
+            row.try_get(4)?,
+            row.try_get(5)?,
+        )?,
     })
 }
 
@@ -487,11 +504,15 @@ pub(crate) fn parse_job_id(s: String) -> Result<JobId> {
 }
 
 pub(crate) fn to_publish(row: &sqlx::postgres::PgRow) -> Result<JobToPublish> {
-    let pairs: Option<Json<Vec<(i64, i64)>>> = row.try_get("pairs")?;
+    let job_id: String = row.try_get("job_id")?;
+    let input = job_input(
+        &job_id,
+        parse_label(row.try_get("task")?)?,
+        row.try_get("chunk_id")?,
+        row.try_get("pairs")?,
+    )?;
     Ok(JobToPublish {
-        job_id: parse_job_id(row.try_get("job_id")?)?,
-        task: parse_label(row.try_get("task")?)?,
-        chunk_id: row.try_get("chunk_id")?,
-        pairs: pairs.map(|p| p.0),
+        job_id: parse_job_id(job_id)?,
+        input,
     })
 }

@@ -7,7 +7,7 @@
 
 use std::collections::HashSet;
 
-use relata_core::{JobId, Task, TaskVersion};
+use relata_core::{JobId, JobInput, Task, TaskVersion};
 use sqlx::Row;
 use sqlx::types::Json;
 
@@ -200,9 +200,7 @@ impl Store {
             taken.extend(pairs.iter().copied());
             created.push(JobToPublish {
                 job_id,
-                task: Task::Classify,
-                chunk_id: None,
-                pairs: Some(pairs),
+                input: JobInput::Classify { pairs },
             });
         }
         if let Some(origin) = origin {

@@ -1,7 +1,7 @@
 //! The values the store takes and returns.
 
 use chrono::{DateTime, Utc};
-use relata_core::{DeadReason, JobId, JobMessage, Task, TaskVersion, closed_enum};
+use relata_core::{DeadReason, JobId, JobInput, JobMessage, Task, TaskVersion, closed_enum};
 
 closed_enum! {
     /// A job's state in the ledger. Everything but `Queued` is terminal.
@@ -85,20 +85,62 @@ pub struct ChunkRow {
 }
 
 /// A job the caller must publish (then report with [`crate::Store::mark_published`]).
+///
+/// In JSON it keeps the ledger's shape, `{"job_id", "task", "chunk_id", "pairs"}` with the
+/// input the task does not take `null`; decoding refuses any other combination.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(into = "JobColumns", try_from = "JobColumns")]
 pub struct JobToPublish {
     pub job_id: JobId,
-    pub task: Task,
-    /// Extract jobs: the chunk.
-    pub chunk_id: Option<i64>,
-    /// Classify jobs: the claim pairs, each `(lower id, higher id)`.
-    pub pairs: Option<Vec<(i64, i64)>>,
+    pub input: JobInput,
 }
 
 impl JobToPublish {
+    pub fn task(&self) -> Task {
+        self.input.task()
+    }
+
     /// The broker message for this job: a reference into the ledger.
     pub fn message(&self) -> JobMessage {
-        JobMessage::new(self.task, self.job_id.clone())
+        JobMessage::new(self.task(), self.job_id.clone())
+    }
+}
+
+/// [`JobToPublish`] as JSON holds it: the ledger's columns.
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct JobColumns {
+    job_id: JobId,
+    task: Task,
+    chunk_id: Option<i64>,
+    pairs: Option<Vec<(i64, i64)>>,
+}
+
+impl From<JobToPublish> for JobColumns {
+    fn from(j: JobToPublish) -> JobColumns {
+        let task = j.task();
+        let (chunk_id, pairs) = match j.input {
+            JobInput::Extract { chunk_id } => (Some(chunk_id), None),
+            JobInput::Classify { pairs } => (None, Some(pairs)),
+        };
+        JobColumns {
+            job_id: j.job_id,
+            task,
+            chunk_id,
+            pairs,
+        }
+    }
+}
+
+impl TryFrom<JobColumns> for JobToPublish {
+    type Error = String;
+    fn try_from(c: JobColumns) -> Result<JobToPublish, String> {
+        let input = JobInput::from_columns(c.task, c.chunk_id, c.pairs)
+            .map_err(|e| format!("job {}: {e}", c.job_id))?;
+        Ok(JobToPublish {
+            job_id: c.job_id,
+            input,
+        })
     }
 }
 
@@ -108,8 +150,9 @@ pub struct JobRow {
     pub job_id: JobId,
     pub version: TaskVersion,
     pub task_version_fingerprint: String,
-    pub chunk_id: Option<i64>,
-    pub pairs: Option<Vec<(i64, i64)>>,
+    /// Its task is `version.task`.
+    #[serde(flatten)]
+    pub input: JobInput,
     pub origin_job_id: Option<JobId>,
     pub state: JobState,
     pub attempts: i32,
@@ -181,4 +224,76 @@ pub struct ClaimForClassify {
     pub statement: String,
     pub quote: String,
     pub subject: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use relata_core::EXTRACT_V1;
+
+    fn id() -> JobId {
+        JobId::derive(&TaskVersion::new(&EXTRACT_V1, "p", "m"), b"x")
+    }
+
+    #[test]
+    fn a_job_to_publish_keeps_the_ledgers_json_shape() {
+        let extract = JobToPublish {
+            job_id: id(),
+            input: JobInput::Extract { chunk_id: 7 },
+        };
+        let classify = JobToPublish {
+            job_id: id(),
+            input: JobInput::Classify {
+                pairs: vec![(1, 2), (3, 4)],
+            },
+        };
+        let json = serde_json::to_value(&extract).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"job_id": id().as_str(), "task": "extract", "chunk_id": 7, "pairs": null})
+        );
+        let json = serde_json::to_value(&classify).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"job_id": id().as_str(), "task": "classify", "chunk_id": null, "pairs": [[1, 2], [3, 4]]})
+        );
+        for job in [extract, classify] {
+            let back: JobToPublish =
+                serde_json::from_slice(&serde_json::to_vec(&job).unwrap()).unwrap();
+            assert_eq!(back, job);
+        }
+    }
+
+    #[test]
+    fn a_job_with_both_inputs_or_neither_is_refused_at_decode() {
+        let id = id();
+        for (json, says) in [
+            (
+                format!(r#"{{"job_id":"{id}","task":"extract","chunk_id":7,"pairs":[[1,2]]}}"#),
+                "a job of task extract needs a chunk and must carry nothing else (it has a chunk and pairs)",
+            ),
+            (
+                format!(r#"{{"job_id":"{id}","task":"extract","chunk_id":null,"pairs":null}}"#),
+                "(it has neither)",
+            ),
+            (
+                format!(r#"{{"job_id":"{id}","task":"classify","chunk_id":7,"pairs":null}}"#),
+                "a job of task classify needs pairs and must carry nothing else (it has a chunk)",
+            ),
+            (
+                format!(r#"{{"job_id":"{id}","task":"classify","chunk_id":null,"pairs":null}}"#),
+                "(it has neither)",
+            ),
+            (
+                format!(r#"{{"job_id":"{id}","task":"answer","chunk_id":null,"pairs":null}}"#),
+                "answer is not a queued task",
+            ),
+        ] {
+            let err = serde_json::from_str::<JobToPublish>(&json)
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(says), "{err}");
+            assert!(err.contains(id.as_str()), "the error names the job: {err}");
+        }
+    }
 }

@@ -13,7 +13,7 @@ use crate::decode::{self, Json};
 use crate::normalize::{SourceIndex, collapse, collapse_cow, lower};
 use crate::outcome::{
     AcceptedClaim, AcceptedEntity, AcceptedRelation, ClassifyRows, ExtractRows, Finding, Judgement,
-    Rejection, RowOutcome, RowStatus,
+    Rejection, RowDecision, RowOutcome,
 };
 use crate::support::{ClaimText, Support, SupportOpinion};
 use crate::text::{bounded, degenerate, excerpt, figures_not_in};
@@ -171,31 +171,24 @@ impl<'c> Row<'c> {
     }
 }
 
+/// A checked row's outcome: accepted with its findings, or rejected with its reason.
 fn outcome(
     kind: RowKind,
     index: usize,
-    result: &Result<Vec<Finding>, Fail>,
+    result: Result<Vec<Finding>, Fail>,
     quote_span: Option<(usize, usize)>,
 ) -> RowOutcome {
-    match result {
-        Ok(warnings) => RowOutcome {
-            kind,
-            index,
-            status: RowStatus::Accepted,
-            reason: None,
-            detail: None,
-            warnings: warnings.clone(),
+    let decision = match result {
+        Ok(warnings) => RowDecision::Accepted {
+            warnings,
             quote_span,
         },
-        Err((reason, detail)) => RowOutcome {
-            kind,
-            index,
-            status: RowStatus::Rejected,
-            reason: Some(*reason),
-            detail: Some(detail.clone()),
-            warnings: Vec::new(),
-            quote_span: None,
-        },
+        Err((reason, detail)) => RowDecision::Rejected { reason, detail },
+    };
+    RowOutcome {
+        kind,
+        index,
+        decision,
     }
 }
 
@@ -243,156 +236,46 @@ pub(crate) fn judge_extract(
 
     let mut rows = Vec::with_capacity(entities.len() + claims.len());
     let mut accepted = ExtractRows::default();
-    // Normalised name -> index in `accepted.entities`, first accepted entity wins.
-    let mut by_name: HashMap<String, usize> = HashMap::new();
-    let mut seen_entities: HashSet<(String, EntityType)> = HashSet::new();
-
+    let mut seen = EntitiesSeen::default();
     for (index, v) in entities.iter().enumerate() {
         let mut row = Row::new(config);
-        let result = (|| {
-            let [name, ty] = fields(v, "the entity", ["name", "type"])?;
-            let name = string(name, "name", bounds::NAME_MAX_CHARS)?;
-            let ty = string(ty, "type", usize::MAX)?;
-            let ty: EntityType = closed(ty, "type")?;
-            let n_name = collapse(name);
-            row.check(Check::Degenerate, Reason::Degenerate, || {
-                degenerate(&n_name, bounds::NAME_MIN_CHARS, 1).map(|d| format!("name: {d}"))
-            })?;
-            let k = lower(&n_name);
-            let dup_key = (k.clone(), ty);
-            row.check(Check::NoDuplicate, Reason::Duplicate, || {
-                seen_entities
-                    .contains(&dup_key)
-                    .then(|| format!("repeats an earlier entity {} ({ty})", excerpt(name, 40)))
-            })?;
-            Ok((name, ty, k, dup_key))
-        })();
-        let result = result.map(|(name, ty, k, dup_key)| {
-            let at = accepted.entities.len();
-            by_name.entry(k).or_insert(at);
-            seen_entities.insert(dup_key);
+        let result = check_entity(&mut row, v, &seen).map(|found| {
             accepted.entities.push(AcceptedEntity {
                 index,
-                name: name.to_owned(),
-                entity_type: ty,
+                name: found.name.to_owned(),
+                entity_type: found.entity_type,
                 warnings: row.warnings.clone(),
             });
+            seen.record(found.key, accepted.entities.len() - 1);
             row.warnings
         });
-        rows.push(outcome(RowKind::Entity, index, &result, None));
+        rows.push(outcome(RowKind::Entity, index, result, None));
     }
 
-    let source_index = (!claims.is_empty()).then(|| SourceIndex::new(source));
-    let support = Support::new(config.support(), source);
-    // Quote span -> normalised lowercased statements accepted with it.
-    let mut seen_claims: HashMap<(usize, usize), Vec<String>> = HashMap::new();
+    let claim_source = ClaimSource {
+        text: source,
+        index: (!claims.is_empty()).then(|| SourceIndex::new(source)),
+        support: Support::new(config.support(), source),
+        opinion,
+    };
+    let mut seen_claims = ClaimsSeen::default();
     for (index, v) in claims.iter().enumerate() {
         let mut row = Row::new(config);
-        let result = (|| {
-            let [statement, quote, subject] =
-                fields(v, "the claim", ["statement", "quote", "subject"])?;
-            let statement = string(statement, "statement", bounds::STATEMENT_MAX_CHARS)?;
-            let quote = string(quote, "quote", bounds::QUOTE_MAX_CHARS)?;
-            let subject = string(subject, "subject", bounds::NAME_MAX_CHARS)?;
-            let (n_statement, n_quote, n_subject) = (
-                collapse_cow(statement),
-                collapse_cow(quote),
-                collapse_cow(subject),
-            );
-            row.check(Check::Degenerate, Reason::Degenerate, || {
-                degenerate(
-                    &n_statement,
-                    bounds::STATEMENT_MIN_CHARS,
-                    bounds::STATEMENT_MIN_WORDS,
-                )
-                .map(|d| format!("statement: {d}"))
-                .or_else(|| {
-                    degenerate(&n_quote, bounds::QUOTE_MIN_CHARS, bounds::QUOTE_MIN_WORDS)
-                        .map(|d| format!("quote: {d}"))
-                })
-                .or_else(|| {
-                    degenerate(&n_subject, bounds::NAME_MIN_CHARS, 1)
-                        .map(|d| format!("subject: {d}"))
-                })
-            })?;
-            // Structural (guarantee 5): always enabled, always rejecting.
-            let span = source_index
-                .as_ref()
-                .and_then(|ix| ix.find_normalised(&n_quote));
-            let Some((start, end)) = span else {
-                return fail(
-                    Reason::QuoteNotFound,
-                    format!(
-                        "quote {} is not in the source (after NFC and whitespace collapsing)",
-                        excerpt(quote, 60)
-                    ),
-                );
-            };
-            let found_quote = &source[start..end];
-            row.check(Check::Supported, Reason::Unsupported, || {
-                let claim = ClaimText {
-                    statement,
-                    quote: found_quote,
-                    subject,
-                    quote_start: start,
-                };
-                support.unsupported(claim).or_else(|| {
-                    opinion.and_then(|o| {
-                        o.unsupported(statement, found_quote)
-                            .map(|d| format!("second opinion: {d}"))
-                    })
-                })
-            })?;
-            let mut subject_at = None;
-            if row.enabled(Check::SubjectKnown) {
-                subject_at = by_name.get(&lower(&n_subject)).copied();
-                // A subject the response did not list as an entity is still known when
-                // the claim's own quote names it: the claim is kept, linked to no entity.
-                row.check(Check::SubjectKnown, Reason::UnknownSubject, || {
-                    (subject_at.is_none() && !support.named_in(subject, found_quote)).then(|| {
-                        format!(
-                            "subject {} is neither an accepted entity of this response nor named in the quote",
-                            excerpt(subject, 40)
-                        )
-                    })
-                })?;
-            }
-            let dup_key = ((start, end), lower(&n_statement));
-            row.check(Check::NoDuplicate, Reason::Duplicate, || {
-                seen_claims
-                    .get(&dup_key.0)
-                    .is_some_and(|v| v.contains(&dup_key.1))
-                    .then(|| "repeats an earlier claim (same statement and quote)".to_owned())
-            })?;
-            let setting = config.setting(Check::FigureInQuote);
-            if setting.enabled
-                && let Some(detail) = figures_not_in(statement, &source[start..end])
-            {
-                match setting.severity {
-                    Severity::Warn => row.warnings.push(Finding {
-                        warning: Warning::FigureNotInQuote,
-                        reason: None,
-                        detail: bounded(detail),
-                    }),
-                    // The quote was found; it is the statement that disagrees with it.
-                    Severity::Reject => return fail(Reason::Inconsistent, detail),
-                }
-            }
-            Ok((statement, subject, start, end, subject_at, dup_key))
-        })();
-        let span = result.as_ref().ok().map(|r| (r.2, r.3));
-        let result = result.map(|(statement, subject, start, end, subject_at, dup_key)| {
-            seen_claims.entry(dup_key.0).or_default().push(dup_key.1);
-            let (subject, subject_entity_index) = match subject_at {
+        let result = check_claim(&mut row, v, &claim_source, &seen.by_name, &seen_claims);
+        let span = result.as_ref().ok().map(|found| found.span);
+        let result = result.map(|found| {
+            let (start, end) = found.span;
+            let (subject, subject_entity_index) = match found.subject_at {
                 Some(at) => {
                     let e = &accepted.entities[at];
                     (e.name.clone(), Some(e.index))
                 }
-                None => (subject.to_owned(), None),
+                None => (found.subject.to_owned(), None),
             };
+            seen_claims.record(found.key);
             accepted.claims.push(AcceptedClaim {
                 index,
-                statement: statement.to_owned(),
+                statement: found.statement.to_owned(),
                 quote: source[start..end].to_owned(),
                 quote_start: start,
                 quote_end: end,
@@ -402,7 +285,7 @@ pub(crate) fn judge_extract(
             });
             row.warnings
         });
-        rows.push(outcome(RowKind::Claim, index, &result, span));
+        rows.push(outcome(RowKind::Claim, index, result, span));
     }
 
     Judgement {
@@ -411,6 +294,204 @@ pub(crate) fn judge_extract(
         rows,
         accepted,
     }
+}
+
+/// The entities accepted so far in one response, as later rows are judged against them.
+#[derive(Default)]
+struct EntitiesSeen {
+    /// Normalised, lowercased name -> index in the accepted entities; the first wins.
+    by_name: HashMap<String, usize>,
+    /// (normalised lowercased name, type) of every accepted entity.
+    keys: HashSet<(String, EntityType)>,
+}
+
+impl EntitiesSeen {
+    fn record(&mut self, key: (String, EntityType), at: usize) {
+        self.by_name.entry(key.0.clone()).or_insert(at);
+        self.keys.insert(key);
+    }
+}
+
+/// An entity row that passed every check.
+struct EntityFound<'j> {
+    name: &'j str,
+    entity_type: EntityType,
+    /// Normalised, lowercased name and type: what makes two entities the same.
+    key: (String, EntityType),
+}
+
+fn check_entity<'j>(
+    row: &mut Row<'_>,
+    v: &'j Json<'_>,
+    seen: &EntitiesSeen,
+) -> Result<EntityFound<'j>, Fail> {
+    let [name, ty] = fields(v, "the entity", ["name", "type"])?;
+    let name = string(name, "name", bounds::NAME_MAX_CHARS)?;
+    let ty = string(ty, "type", usize::MAX)?;
+    let ty: EntityType = closed(ty, "type")?;
+    let n_name = collapse(name);
+    row.check(Check::Degenerate, Reason::Degenerate, || {
+        degenerate(&n_name, bounds::NAME_MIN_CHARS, 1).map(|d| format!("name: {d}"))
+    })?;
+    let key = (lower(&n_name), ty);
+    row.check(Check::NoDuplicate, Reason::Duplicate, || {
+        seen.keys
+            .contains(&key)
+            .then(|| format!("repeats an earlier entity {} ({ty})", excerpt(name, 40)))
+    })?;
+    Ok(EntityFound {
+        name,
+        entity_type: ty,
+        key,
+    })
+}
+
+/// What every claim of one response is judged against.
+struct ClaimSource<'s> {
+    text: &'s str,
+    /// Built only when the response has claims.
+    index: Option<SourceIndex<'s>>,
+    support: Support<'s>,
+    opinion: Option<&'s dyn SupportOpinion>,
+}
+
+/// The claims accepted so far: quote span -> normalised lowercased statements.
+#[derive(Default)]
+struct ClaimsSeen(HashMap<(usize, usize), Vec<String>>);
+
+impl ClaimsSeen {
+    fn contains(&self, key: &ClaimKey) -> bool {
+        self.0
+            .get(&key.span)
+            .is_some_and(|v| v.contains(&key.statement))
+    }
+
+    fn record(&mut self, key: ClaimKey) {
+        self.0.entry(key.span).or_default().push(key.statement);
+    }
+}
+
+/// What makes two claims the same: the quote's span and the normalised statement.
+struct ClaimKey {
+    span: (usize, usize),
+    statement: String,
+}
+
+/// A claim row that passed every check.
+struct ClaimFound<'j> {
+    statement: &'j str,
+    subject: &'j str,
+    /// Byte offsets of the quote in the source.
+    span: (usize, usize),
+    /// Index (among the accepted entities) of the entity the subject names, when the
+    /// subject check ran and found one.
+    subject_at: Option<usize>,
+    key: ClaimKey,
+}
+
+fn check_claim<'j>(
+    row: &mut Row<'_>,
+    v: &'j Json<'_>,
+    source: &ClaimSource<'_>,
+    entities_by_name: &HashMap<String, usize>,
+    seen: &ClaimsSeen,
+) -> Result<ClaimFound<'j>, Fail> {
+    let [statement, quote, subject] = fields(v, "the claim", ["statement", "quote", "subject"])?;
+    let statement = string(statement, "statement", bounds::STATEMENT_MAX_CHARS)?;
+    let quote = string(quote, "quote", bounds::QUOTE_MAX_CHARS)?;
+    let subject = string(subject, "subject", bounds::NAME_MAX_CHARS)?;
+    let (n_statement, n_quote, n_subject) = (
+        collapse_cow(statement),
+        collapse_cow(quote),
+        collapse_cow(subject),
+    );
+    row.check(Check::Degenerate, Reason::Degenerate, || {
+        degenerate(
+            &n_statement,
+            bounds::STATEMENT_MIN_CHARS,
+            bounds::STATEMENT_MIN_WORDS,
+        )
+        .map(|d| format!("statement: {d}"))
+        .or_else(|| {
+            degenerate(&n_quote, bounds::QUOTE_MIN_CHARS, bounds::QUOTE_MIN_WORDS)
+                .map(|d| format!("quote: {d}"))
+        })
+        .or_else(|| {
+            degenerate(&n_subject, bounds::NAME_MIN_CHARS, 1).map(|d| format!("subject: {d}"))
+        })
+    })?;
+    // Structural (guarantee 5): always enabled, always rejecting.
+    let span = source
+        .index
+        .as_ref()
+        .and_then(|ix| ix.find_normalised(&n_quote));
+    let Some((start, end)) = span else {
+        return fail(
+            Reason::QuoteNotFound,
+            format!(
+                "quote {} is not in the source (after NFC and whitespace collapsing)",
+                excerpt(quote, 60)
+            ),
+        );
+    };
+    let found_quote = &source.text[start..end];
+    row.check(Check::Supported, Reason::Unsupported, || {
+        let claim = ClaimText {
+            statement,
+            quote: found_quote,
+            subject,
+            quote_start: start,
+        };
+        source.support.unsupported(claim).or_else(|| {
+            source.opinion.and_then(|o| {
+                o.unsupported(statement, found_quote)
+                    .map(|d| format!("second opinion: {d}"))
+            })
+        })
+    })?;
+    let mut subject_at = None;
+    if row.enabled(Check::SubjectKnown) {
+        subject_at = entities_by_name.get(&lower(&n_subject)).copied();
+        // A subject the response did not list as an entity is still known when the
+        // claim's own quote names it: the claim is kept, linked to no entity.
+        row.check(Check::SubjectKnown, Reason::UnknownSubject, || {
+            (subject_at.is_none() && !source.support.named_in(subject, found_quote)).then(|| {
+                format!(
+                    "subject {} is neither an accepted entity of this response nor named in the quote",
+                    excerpt(subject, 40)
+                )
+            })
+        })?;
+    }
+    let key = ClaimKey {
+        span: (start, end),
+        statement: lower(&n_statement),
+    };
+    row.check(Check::NoDuplicate, Reason::Duplicate, || {
+        seen.contains(&key)
+            .then(|| "repeats an earlier claim (same statement and quote)".to_owned())
+    })?;
+    let setting = row.config.setting(Check::FigureInQuote);
+    if setting.enabled
+        && let Some(detail) = figures_not_in(statement, found_quote)
+    {
+        match setting.severity {
+            Severity::Warn => row.warnings.push(Finding {
+                warning: Warning::FigureNotInQuote,
+                reason: None,
+                detail: bounded(detail),
+            }),
+            // The quote was found; it is the statement that disagrees with it.
+            Severity::Reject => return fail(Reason::Inconsistent, detail),
+        }
+    }
+    Ok(ClaimFound {
+        statement,
+        subject,
+        span: (start, end),
+        subject_at,
+        key,
+    })
 }
 
 pub(crate) fn judge_classify(
@@ -477,7 +558,7 @@ pub(crate) fn judge_classify(
             });
             row.warnings
         });
-        rows.push(outcome(RowKind::Relation, index, &result, None));
+        rows.push(outcome(RowKind::Relation, index, result, None));
     }
     Judgement {
         task: Task::Classify,

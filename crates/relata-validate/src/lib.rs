@@ -133,7 +133,7 @@ pub use answer::{AcceptedAnswer, AnswerConfig, AnswerJudgement, AnswerRejection,
 pub use config::{CheckSetting, ConfigError, GateConfig};
 pub use outcome::{
     AcceptedClaim, AcceptedEntity, AcceptedRelation, ClassifyRows, ExtractRows, Finding, Judgement,
-    Rejection, Report, ReportRow, RowOutcome, RowStatus, Verdict,
+    Rejection, Report, ReportRow, RowDecision, RowOutcome, RowStatus, Verdict,
 };
 pub use support::{DEFAULT_MIN_SHARE, SupportOpinion, SupportSettings};
 pub use text::MAX_DETAIL_CHARS;

@@ -37,12 +37,77 @@ pub struct RowOutcome {
     pub kind: RowKind,
     /// Position in the response array of its kind.
     pub index: usize,
-    pub status: RowStatus,
-    pub reason: Option<Reason>,
-    pub detail: Option<String>,
-    pub warnings: Vec<Finding>,
-    /// For accepted claims: the byte offsets of the quote in the source.
-    pub quote_span: Option<(usize, usize)>,
+    pub decision: RowDecision,
+}
+
+/// What the gate decided about one row. A rejected row always has its reason: there is no
+/// state in which a row is rejected for nothing, or accepted with a reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RowDecision {
+    Accepted {
+        warnings: Vec<Finding>,
+        /// For claims: the byte offsets of the quote in the source.
+        quote_span: Option<(usize, usize)>,
+    },
+    Rejected {
+        reason: Reason,
+        /// Bounded, human-readable; never a metric label.
+        detail: String,
+    },
+}
+
+impl RowOutcome {
+    pub fn status(&self) -> RowStatus {
+        match self.decision {
+            RowDecision::Accepted { .. } => RowStatus::Accepted,
+            RowDecision::Rejected { .. } => RowStatus::Rejected,
+        }
+    }
+
+    /// Why the row was rejected; `None` for an accepted row.
+    pub fn reason(&self) -> Option<Reason> {
+        match self.decision {
+            RowDecision::Accepted { .. } => None,
+            RowDecision::Rejected { reason, .. } => Some(reason),
+        }
+    }
+
+    /// The rejection's detail; `None` for an accepted row.
+    pub fn detail(&self) -> Option<&str> {
+        match &self.decision {
+            RowDecision::Accepted { .. } => None,
+            RowDecision::Rejected { detail, .. } => Some(detail),
+        }
+    }
+
+    /// An accepted row's warnings (a rejected row has none).
+    pub fn warnings(&self) -> &[Finding] {
+        match &self.decision {
+            RowDecision::Accepted { warnings, .. } => warnings,
+            RowDecision::Rejected { .. } => &[],
+        }
+    }
+
+    /// For an accepted claim: the byte offsets of the quote in the source.
+    pub fn quote_span(&self) -> Option<(usize, usize)> {
+        match self.decision {
+            RowDecision::Accepted { quote_span, .. } => quote_span,
+            RowDecision::Rejected { .. } => None,
+        }
+    }
+
+    /// The row's rejection, when it was rejected.
+    pub fn rejection(&self) -> Option<Rejection> {
+        match &self.decision {
+            RowDecision::Accepted { .. } => None,
+            RowDecision::Rejected { reason, detail } => Some(Rejection {
+                kind: Some(self.kind),
+                index: Some(self.index),
+                reason: *reason,
+                detail: detail.clone(),
+            }),
+        }
+    }
 }
 
 /// A rejection of the whole response (`kind`/`index` empty) or of one row.
@@ -190,7 +255,7 @@ impl<R> Judgement<R> {
         let accepted = self
             .rows
             .iter()
-            .filter(|r| r.status == RowStatus::Accepted)
+            .filter(|r| r.status() == RowStatus::Accepted)
             .count();
         let rejected = self.rows.len() - accepted;
         match (accepted, rejected) {
@@ -216,16 +281,7 @@ impl<R> Judgement<R> {
         if let Some(r) = &self.response_rejection {
             return vec![r.clone()];
         }
-        self.rows
-            .iter()
-            .filter(|r| r.status == RowStatus::Rejected)
-            .map(|r| Rejection {
-                kind: Some(r.kind),
-                index: Some(r.index),
-                reason: r.reason.unwrap_or(Reason::Schema),
-                detail: r.detail.clone().unwrap_or_default(),
-            })
-            .collect()
+        self.rows.iter().filter_map(RowOutcome::rejection).collect()
     }
 
     /// The validated rows, for the store.
@@ -275,11 +331,11 @@ impl<R> Judgement<R> {
                 .map(|r| ReportRow {
                     kind: r.kind,
                     index: r.index,
-                    status: r.status,
-                    reason: r.reason,
-                    warnings: r.warnings.clone(),
-                    quote_start: r.quote_span.map(|s| s.0),
-                    quote_end: r.quote_span.map(|s| s.1),
+                    status: r.status(),
+                    reason: r.reason(),
+                    warnings: r.warnings().to_vec(),
+                    quote_start: r.quote_span().map(|s| s.0),
+                    quote_end: r.quote_span().map(|s| s.1),
                 })
                 .collect(),
         }

@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 
 use backon::{ExponentialBuilder, Retryable};
 use futures::StreamExt;
-use relata_core::{DeadReason, Handle, JobId, JobMessage, RowKind, Task, TaskVersion};
-use relata_model::{ClassifyClaim, ErrorClass, ModelCall, ModelClient, ModelError};
+use relata_core::{DeadReason, Handle, JobId, JobInput, JobMessage, RowKind, Task, TaskVersion};
+use relata_model::{ClassifyClaim, ModelCall, ModelClient, ModelError};
 use relata_queue::{
     Broker, Deliveries, Delivery, QueueError, RetryDecision, RetryPolicy, RetryTier,
 };
@@ -483,23 +483,24 @@ impl Worker {
             );
             return (job_id, dead(DeadReason::VersionMismatch, why));
         }
-        let settle = match task {
-            Task::Extract => self.extract(&job, chunk, delivery.attempt()).await,
-            Task::Classify => self.classify(&job, delivery.attempt()).await,
-            // Answers are asked on request, never queued (`Task::QUEUED`); a ledger row of
-            // this task cannot exist, so a message naming one is not a job.
-            Task::Answer => dead(DeadReason::Poison, "answer is not a queued task".to_owned()),
+        // The job's task is the worker's: the task version, which names it, matched above.
+        let settle = match &job.input {
+            JobInput::Extract { chunk_id } => {
+                self.extract(&job, *chunk_id, chunk, delivery.attempt())
+                    .await
+            }
+            JobInput::Classify { pairs } => self.classify(&job, pairs, delivery.attempt()).await,
         };
         (job_id, settle)
     }
 
-    async fn extract(&self, job: &JobRow, chunk: Option<ChunkRow>, attempt: u32) -> Settle {
-        let Some(chunk_id) = job.chunk_id else {
-            return dead(
-                DeadReason::MissingInput,
-                "extract job without a chunk".into(),
-            );
-        };
+    async fn extract(
+        &self,
+        job: &JobRow,
+        chunk_id: i64,
+        chunk: Option<ChunkRow>,
+        attempt: u32,
+    ) -> Settle {
         let Some(chunk) = chunk else {
             return dead(
                 DeadReason::MissingInput,
@@ -534,13 +535,13 @@ impl Worker {
         }
     }
 
-    async fn classify(&self, job: &JobRow, attempt: u32) -> Settle {
-        let Some(pairs) = job.pairs.as_ref().filter(|p| !p.is_empty()) else {
+    async fn classify(&self, job: &JobRow, pairs: &[(i64, i64)], attempt: u32) -> Settle {
+        if pairs.is_empty() {
             return dead(
                 DeadReason::MissingInput,
                 "classify job without pairs".into(),
             );
-        };
+        }
         let claims = match self
             .store_retry(|| self.store.load_claims_for_pairs(pairs))
             .await
@@ -611,8 +612,9 @@ impl Worker {
     ) -> Settle {
         let call = self.new_call_from_record(record, None);
         let detail = self.model.redact(&error.to_string());
-        match error.class() {
-            ErrorClass::Transport => match self.policy.decide(attempt) {
+        // The variant is the class the adapter decided; an invalid output carries its reason.
+        match error {
+            ModelError::Transport { .. } => match self.policy.decide(attempt) {
                 RetryDecision::RetryLater { next_attempt, tier } => {
                     if let Err(e) = self
                         .store_retry(|| self.store.record_attempt(&job.job_id, Some(&call)))
@@ -633,25 +635,15 @@ impl Worker {
                     .await
                 }
             },
-            ErrorClass::Permanent if error.is_configuration_failure() => {
+            ModelError::Permanent { .. } if error.is_configuration_failure() => {
                 // Every job would fail the same way: this one goes back untried and the
                 // run loop pauses consumption, instead of dead-lettering the backlog.
                 self.readiness.set_provider_blocked(Some(detail.clone()));
                 *self.lock_refusal() = Some(detail);
                 Settle::Hold
             }
-            ErrorClass::Permanent => {
-                self.mark_dead(
-                    &job.job_id,
-                    DeadReason::PermanentProvider,
-                    &detail,
-                    Some(&call),
-                )
-                .await
-            }
-            ErrorClass::InvalidOutput => {
+            &ModelError::InvalidOutput { reason, .. } => {
                 // Counted by the adapter when it classified the envelope; recorded here.
-                let reason = error.invalid_reason().unwrap_or(relata_core::Reason::Empty);
                 match self
                     .store_retry(|| {
                         self.store
@@ -665,6 +657,16 @@ impl Worker {
                     }
                     Err(e) => self.store_failed(&job.job_id, &e, Some(&call)).await,
                 }
+            }
+            // `Permanent` (and any failure the adapter may add): never retried.
+            _ => {
+                self.mark_dead(
+                    &job.job_id,
+                    DeadReason::PermanentProvider,
+                    &detail,
+                    Some(&call),
+                )
+                .await
             }
         }
     }

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use relata_core::{Reason, Task};
-use relata_model::{CallOutcome, ErrorClass, ModelError, TransportKind};
+use relata_model::{CallEnd, ErrorClass, ModelError, TransportKind};
 use relata_testkit::Behaviour;
 use serde_json::json;
 
@@ -24,7 +24,7 @@ async fn a_completion_is_returned_with_its_provenance_and_usage() {
     assert_eq!(c.content, EMPTY_EXTRACTION);
     let r = &call.record;
     assert_eq!(r.attempts, 1);
-    assert_eq!(r.outcome, CallOutcome::Completed);
+    assert_eq!(r.outcome, CallEnd::Completed);
     assert_eq!(r.prompt_version, "extract-p3");
     assert_eq!(r.schema.id, "relata.extract");
     assert_eq!(r.schema.sha256, relata_core::EXTRACT_V1.sha256());
@@ -141,7 +141,7 @@ async fn the_attempt_bound_is_respected() {
     assert_eq!(err.class(), ErrorClass::Transport);
     assert_eq!(err.transport_kind(), Some(TransportKind::Http503));
     assert_eq!(call.record.attempts, 3);
-    assert_eq!(call.record.outcome, CallOutcome::Transport);
+    assert_eq!(call.record.outcome, CallEnd::Transport);
     assert_eq!(call.record.http_status, Some(503));
     assert_eq!(h.chat_count(), 3);
     assert_eq!(
@@ -317,7 +317,7 @@ pub(crate) async fn invalid_once(behaviour: Behaviour, reason: Reason) -> relata
     assert_eq!(err.invalid_reason(), Some(reason));
     assert!(!err.is_retryable());
     assert_eq!(call.record.attempts, 1);
-    assert_eq!(call.record.outcome, CallOutcome::InvalidOutput);
+    assert_eq!(call.record.outcome, CallEnd::InvalidOutput);
     assert_eq!(call.record.invalid_reason, Some(reason));
     assert_eq!(h.chat_count(), 1, "{reason}: exactly one request, ever");
     assert_eq!(

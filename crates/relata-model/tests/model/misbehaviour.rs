@@ -2,7 +2,7 @@
 //! envelopes and nonsensical usage. Each case is decided once, in the adapter.
 
 use relata_core::Reason;
-use relata_model::{ApiKey, CallOutcome, ErrorClass, ModelError};
+use relata_model::{ApiKey, CallEnd, ErrorClass, ModelError};
 use relata_testkit::{Behaviour, FakeModelServer};
 use serde_json::json;
 
@@ -29,7 +29,7 @@ async fn a_redirect_is_not_followed_and_its_target_is_never_reached() {
             text.contains("set RELATA_MODEL_URL to the final URL"),
             "{text}"
         );
-        assert_eq!(call.record.outcome, CallOutcome::Permanent);
+        assert_eq!(call.record.outcome, CallEnd::Permanent);
         assert_eq!(h.chat_count(), 1, "{status}: not retried");
         assert!(
             target.requests().is_empty(),

@@ -69,11 +69,11 @@ async fn real_model_extraction_outcomes_are_all_classified() {
         }
         for row in judgement.rows() {
             rows += 1;
-            match row.status {
+            match row.status() {
                 RowStatus::Accepted => accepted += 1,
                 RowStatus::Rejected => {
                     assert!(
-                        row.reason.is_some(),
+                        row.reason().is_some(),
                         "{title}: a rejected row without a reason"
                     );
                 }

@@ -13,7 +13,7 @@ async fn ensure_extract_jobs_is_idempotent_and_publishes_once() {
     let jobs = s.ensure_extract_jobs(&v, &up.chunk_ids).await.unwrap();
     assert_eq!(jobs.len(), 2);
     for (job, chunk_id) in jobs.iter().zip(&up.chunk_ids) {
-        assert_eq!(job.chunk_id, Some(*chunk_id));
+        assert_eq!(job.input.chunk_id(), Some(*chunk_id));
         let chunk = s.load_chunk(*chunk_id).await.unwrap();
         assert_eq!(job.job_id, extract_job_id(&v, chunk.id, &chunk.sha256));
     }

@@ -66,9 +66,12 @@ async fn candidates_are_bounded_newest_first_other_documents_only_never_repeated
 
     let jobs = s.plan_classify_jobs(&origin, &new, 3, 4, &v).await.unwrap();
     assert_eq!(jobs.len(), 2);
-    assert_eq!(jobs[0].pairs.as_ref().unwrap().len(), 4);
-    assert_eq!(jobs[1].pairs.as_ref().unwrap().len(), 2);
-    let mut planned: Vec<(i64, i64)> = jobs.iter().flat_map(|j| j.pairs.clone().unwrap()).collect();
+    assert_eq!(jobs[0].input.pairs().unwrap().len(), 4);
+    assert_eq!(jobs[1].input.pairs().unwrap().len(), 2);
+    let mut planned: Vec<(i64, i64)> = jobs
+        .iter()
+        .flat_map(|j| j.input.pairs().unwrap().to_vec())
+        .collect();
     planned.sort_unstable();
     let mut want = expected.clone();
     want.sort_unstable();
@@ -133,7 +136,7 @@ async fn commit_classify_resolves_handles_and_is_idempotent() {
         .unwrap();
     assert_eq!(jobs.len(), 1);
     let job = &jobs[0];
-    let pairs = job.pairs.clone().unwrap();
+    let pairs = job.input.pairs().unwrap().to_vec();
     assert_eq!(pairs, [(a, c), (b, c)], "pairs are stored (lo, hi), sorted");
 
     // The worker's side: handles for the claims, never their ids.

@@ -77,7 +77,7 @@ async fn contradicts(s: &Store, a: i64, b: i64, origin: &relata_core::JobId) -> 
     let v = classify_version();
     let jobs = s.plan_classify_jobs(origin, &[b], 5, 10, &v).await.unwrap();
     let job = &jobs[0];
-    let pairs = job.pairs.clone().unwrap();
+    let pairs = job.input.pairs().unwrap().to_vec();
     assert!(pairs.contains(&(a, b)), "{pairs:?}");
     let claims = s.load_claims_for_pairs(&pairs).await.unwrap();
     let mut handle_map = BTreeMap::new();

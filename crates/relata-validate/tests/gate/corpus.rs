@@ -133,12 +133,12 @@ fn describe(row: &RowOutcome) -> String {
         RowKind::Relation => 'r',
     };
     let mut s = format!("{kind}{} ", row.index);
-    match (row.status, row.reason) {
+    match (row.status(), row.reason()) {
         (RowStatus::Accepted, None) => s.push_str("ok"),
         (RowStatus::Rejected, Some(r)) => s.push_str(r.as_str()),
         other => panic!("inconsistent row {other:?}"),
     }
-    for w in &row.warnings {
+    for w in row.warnings() {
         match w.reason {
             Some(r) => s.push_str(&format!(" +{}:{}", w.warning, r)),
             None => s.push_str(&format!(" +{}", w.warning)),

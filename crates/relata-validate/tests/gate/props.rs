@@ -112,8 +112,8 @@ proptest! {
                 }
             };
             if fields.iter().any(|f| f.contains('\0')) {
-                prop_assert_eq!(row.status, RowStatus::Rejected);
-                prop_assert_eq!(row.reason, Some(Reason::Unstorable));
+                prop_assert_eq!(row.status(), RowStatus::Rejected);
+                prop_assert_eq!(row.reason(), Some(Reason::Unstorable));
             }
         }
         for e in j.accepted().entities() {
@@ -133,11 +133,11 @@ proptest! {
         for row in j.rows() {
             let (a, b) = &handles[row.index];
             if a.contains('\0') || b.contains('\0') {
-                prop_assert_eq!(row.status, RowStatus::Rejected);
+                prop_assert_eq!(row.status(), RowStatus::Rejected);
             }
             // Fields are read in order; `a` over its length bound fails first as `schema`.
             if a.contains('\0') || (b.contains('\0') && a.chars().count() <= 12) {
-                prop_assert_eq!(row.reason, Some(Reason::Unstorable));
+                prop_assert_eq!(row.reason(), Some(Reason::Unstorable));
             }
         }
     }
@@ -192,7 +192,7 @@ proptest! {
         let raw = serde_json::to_vec(&response).unwrap();
         let j = judge_extract(&GateConfig::default(), &source, &raw);
         let claim_rows: Vec<_> = j.rows().iter().filter(|r| r.kind == RowKind::Claim).collect();
-        prop_assert_eq!(claim_rows[0].status, RowStatus::Accepted, "{:?}", claim_rows[0]);
+        prop_assert_eq!(claim_rows[0].status(), RowStatus::Accepted, "{:?}", claim_rows[0]);
         let c = &j.accepted().claims()[0];
         let (s, e) = c.quote_span();
         prop_assert_eq!(c.quote(), &source[s..e]);

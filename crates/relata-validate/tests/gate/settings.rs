@@ -24,8 +24,11 @@ fn failing(check: Check, config: &GateConfig) -> (RowStatus, Vec<(Warning, Optio
             .unwrap()
             .clone();
         (
-            row.status,
-            row.warnings.iter().map(|w| (w.warning, w.reason)).collect(),
+            row.status(),
+            row.warnings()
+                .iter()
+                .map(|w| (w.warning, w.reason))
+                .collect(),
         )
     };
     let mc = r#"{"name":"Marie Curie","type":"person"}"#;
@@ -73,8 +76,11 @@ fn failing(check: Check, config: &GateConfig) -> (RowStatus, Vec<(Warning, Optio
             );
             let row = j.rows()[0].clone();
             (
-                row.status,
-                row.warnings.iter().map(|w| (w.warning, w.reason)).collect(),
+                row.status(),
+                row.warnings()
+                    .iter()
+                    .map(|w| (w.warning, w.reason))
+                    .collect(),
             )
         }
         Check::QuoteFound | Check::HandleKnown => unreachable!("structural"),
@@ -236,8 +242,8 @@ fn figure_in_quote_rejects_as_inconsistent() {
     let reason = |config: &GateConfig| {
         let j = relata_validate::judge_extract(config, source, raw.as_bytes());
         let claim = j.rows().iter().find(|r| r.kind == RowKind::Claim).unwrap();
-        assert_eq!(claim.status, RowStatus::Rejected);
-        claim.reason
+        assert_eq!(claim.status(), RowStatus::Rejected);
+        claim.reason()
     };
     // The support check runs first and requires every figure: it names the rejection.
     assert_eq!(reason(&config), Some(relata_core::Reason::Unsupported));

@@ -58,9 +58,9 @@ fn verdict(config: &GateConfig, p: &Pair) -> (Option<bool>, String) {
         .find(|r| r.kind == relata_core::RowKind::Claim)
         .cloned();
     match row {
-        Some(r) if r.status == RowStatus::Accepted => (Some(true), String::new()),
-        Some(r) if r.reason == Some(Reason::Unsupported) => {
-            (Some(false), r.detail.unwrap_or_default())
+        Some(r) if r.status() == RowStatus::Accepted => (Some(true), String::new()),
+        Some(r) if r.reason() == Some(Reason::Unsupported) => {
+            (Some(false), r.detail().unwrap_or_default().to_owned())
         }
         other => (None, format!("{other:?} / {:?}", j.response_rejection())),
     }
@@ -216,7 +216,10 @@ fn support_share_decides_at_its_bound() {
         let mut c = GateConfig::default();
         c.set_support(SupportSettings { min_share: share }).unwrap();
         let j = judge_extract(&c, source, raw);
-        (j.rows()[1].status, j.rows()[1].detail.clone())
+        (
+            j.rows()[1].status(),
+            j.rows()[1].detail().map(str::to_owned),
+        )
     };
     assert_eq!(judge(0.8).0, RowStatus::Accepted, "{:?}", judge(0.8).1);
     let (status, detail) = judge(0.85);
@@ -254,7 +257,13 @@ fn support_second_opinion_only_rejects_more() {
         j.rows()
             .iter()
             .filter(|r| r.kind == relata_core::RowKind::Claim)
-            .map(|r| (r.status, r.reason, r.detail.clone().unwrap_or_default()))
+            .map(|r| {
+                (
+                    r.status(),
+                    r.reason(),
+                    r.detail().unwrap_or_default().to_owned(),
+                )
+            })
             .collect::<Vec<_>>()
     };
     let plain = claims(&judge_extract(&config, source, raw));
