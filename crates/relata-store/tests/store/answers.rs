@@ -73,7 +73,7 @@ async fn all_contradict(s: &Store, origin: &JobId, new: i64, version: &TaskVersi
         .await
         .unwrap();
     for job in &jobs {
-        let pairs = job.pairs.clone().unwrap();
+        let pairs = job.input.pairs().unwrap().to_vec();
         let claims = s.load_claims_for_pairs(&pairs).await.unwrap();
         let mut handle_map = BTreeMap::new();
         let mut handle_of = BTreeMap::new();
