@@ -789,6 +789,11 @@ mod tests {
                 "rule 2",
             ),
             ("[policy]\nrules = \"allow everything\"\n", "line 2"),
+            // Not TOML at all: the array is never closed.
+            (
+                "[policy]\nrules = [{ name = \"x\", decision = \"allow\" }\n",
+                "line 2, key rules",
+            ),
         ] {
             let path = file(text);
             let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());

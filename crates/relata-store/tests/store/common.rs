@@ -176,3 +176,20 @@ pub fn one_claim(subject: &str, statement: &str, quote: &str) -> String {
     })
     .to_string()
 }
+
+/// The reviewer the promotion tests decide as.
+pub fn ada() -> relata_core::Reviewer {
+    relata_core::Reviewers::new(["Ada Lovelace"])
+        .expect("a reviewer list")
+        .get("Ada Lovelace")
+        .expect("Ada is on it")
+}
+
+/// Run the shipped policy over every candidate without a decision (up to 100 of each
+/// kind), waiting for the chain if another run holds it.
+pub async fn judge(store: &Store) -> relata_store::PromoteSummary {
+    store
+        .promote_pending(&relata_core::Policy::shipped(), 100, true)
+        .await
+        .expect("promote")
+}

@@ -9,23 +9,16 @@ use std::collections::BTreeMap;
 use futures::TryStreamExt;
 use relata_core::{
     CandidateId, Decision, EvidenceDecision, Handle, Policy, PolicyDecision, PromotionState,
-    Reviewer, Reviewers, RowKind,
+    RowKind,
 };
 use relata_store::{ErrorKind, ExportRecord, RefusalReason, ReviewFilter, Store, StoreError};
 use relata_validate::{ClassifyInput, GateConfig, judge_classify};
 use sqlx::Connection;
 
 use crate::common::{
-    TestDb, call, classify_version, committed, extract_doc, extract_doc_judged_by,
-    gate_without_support, ingest, one_claim,
+    TestDb, ada, call, classify_version, committed, extract_doc, extract_doc_judged_by,
+    gate_without_support, ingest, judge, one_claim,
 };
-
-fn ada() -> Reviewer {
-    Reviewers::new(["Ada Lovelace"])
-        .unwrap()
-        .get("Ada Lovelace")
-        .unwrap()
-}
 
 fn claim(id: i64) -> CandidateId {
     CandidateId {
@@ -142,10 +135,7 @@ async fn the_policy_promotes_clean_rows_and_holds_warned_and_contested_ones_for_
         "{before:?}"
     );
 
-    let summary = s
-        .promote_pending(&Policy::shipped(), 100, true)
-        .await
-        .unwrap();
+    let summary = judge(s).await;
     assert!(!summary.busy);
     let count = |k, d| {
         summary
@@ -160,13 +150,7 @@ async fn the_policy_promotes_clean_rows_and_holds_warned_and_contested_ones_for_
     assert_eq!(count(RowKind::Relation, PolicyDecision::Review), 1);
     assert_eq!(summary.total(), 7);
     // A second run finds nothing new.
-    assert_eq!(
-        s.promote_pending(&Policy::shipped(), 100, true)
-            .await
-            .unwrap()
-            .total(),
-        0
-    );
+    assert_eq!(judge(s).await.total(), 0);
 
     assert_eq!(state_of(s, claim(warned)).await, PromotionState::Pending);
     assert_eq!(state_of(s, claim(a)).await, PromotionState::Promoted);
@@ -278,9 +262,7 @@ async fn decisions_are_refused_when_already_made_stale_unknown_unjudged_or_notel
     let db = TestDb::new().await;
     let s = &db.store;
     let warned = warned_claim(s, "w").await;
-    s.promote_pending(&Policy::shipped(), 100, true)
-        .await
-        .unwrap();
+    judge(s).await;
     let (unjudged_later, _) = clean_claim(s, "d1", "Beta Inc").await;
 
     // Not yet judged by the policy.
@@ -303,9 +285,7 @@ async fn decisions_are_refused_when_already_made_stale_unknown_unjudged_or_notel
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
 
     // All or nothing: one refused candidate refuses the lot.
-    s.promote_pending(&Policy::shipped(), 100, true)
-        .await
-        .unwrap();
+    judge(s).await;
     let err = s
         .review_decide(
             &[claim(warned), claim(unjudged_later)],
@@ -457,9 +437,7 @@ async fn the_evidence_log_refuses_update_delete_and_truncate() {
     let db = TestDb::new().await;
     let s = &db.store;
     warned_claim(s, "w").await;
-    s.promote_pending(&Policy::shipped(), 100, true)
-        .await
-        .unwrap();
+    judge(s).await;
     for sql in [
         "UPDATE evidence SET decision = 'allow' WHERE seq = 1",
         "DELETE FROM evidence WHERE seq = 1",
@@ -491,9 +469,7 @@ async fn three_decisions() -> (TestDb, i64) {
     let db = TestDb::new().await;
     let s = &db.store;
     let warned = warned_claim(s, "w").await;
-    s.promote_pending(&Policy::shipped(), 100, true)
-        .await
-        .unwrap();
+    judge(s).await;
     s.review_decide(&[claim(warned)], Decision::Approve, &ada(), Some("ok"))
         .await
         .unwrap();
@@ -546,9 +522,7 @@ async fn verify_catches_a_promotion_state_set_with_plain_sql() {
     let db = TestDb::new().await;
     let s = &db.store;
     let warned = warned_claim(s, "w").await;
-    s.promote_pending(&Policy::shipped(), 100, true)
-        .await
-        .unwrap();
+    judge(s).await;
     sqlx::query("UPDATE promotions SET state = 'promoted' WHERE candidate_id = $1 AND candidate_kind = 'claim'")
         .bind(warned)
         .execute(db.pool())
@@ -564,9 +538,7 @@ async fn a_new_task_versions_rows_are_new_candidates_and_earlier_approvals_do_no
     let db = TestDb::new().await;
     let s = &db.store;
     let warned = warned_claim(s, "w").await;
-    s.promote_pending(&Policy::shipped(), 100, true)
-        .await
-        .unwrap();
+    judge(s).await;
     s.review_decide(&[claim(warned)], Decision::Approve, &ada(), None)
         .await
         .unwrap();
@@ -597,9 +569,7 @@ async fn a_new_task_versions_rows_are_new_candidates_and_earlier_approvals_do_no
     );
     let again = done.claim_ids[0];
     assert_ne!(again, warned);
-    s.promote_pending(&Policy::shipped(), 100, true)
-        .await
-        .unwrap();
+    judge(s).await;
     assert_eq!(state_of(s, claim(again)).await, PromotionState::Pending);
     assert_eq!(state_of(s, claim(warned)).await, PromotionState::Promoted);
     let approved = s.evidence_history(Some(claim(warned)), 10).await.unwrap();
@@ -646,9 +616,7 @@ async fn show_marks_the_quote_in_its_chunk_and_names_the_call() {
     // Shown before the policy ran too, as proposed.
     let d = s.review_show(claim(warned)).await.unwrap().unwrap();
     assert_eq!(d.candidate.state, PromotionState::Proposed);
-    s.promote_pending(&Policy::shipped(), 100, true)
-        .await
-        .unwrap();
+    judge(s).await;
     let d = s.review_show(claim(warned)).await.unwrap().unwrap();
     let chunk = d.chunk.unwrap();
     let (qs, qe) = chunk.quote.unwrap();
@@ -673,9 +641,7 @@ async fn awkward_source_names_are_recorded_as_they_are() {
         .execute(db.pool())
         .await
         .unwrap();
-    s.promote_pending(&Policy::shipped(), 100, true)
-        .await
-        .unwrap();
+    judge(s).await;
     let shown = s.review_show(claim(c)).await.unwrap().unwrap();
     assert_eq!(shown.candidate.state, PromotionState::Promoted);
     assert_eq!(shown.candidate.sources, [awkward]);

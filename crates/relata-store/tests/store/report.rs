@@ -1,11 +1,11 @@
 use futures::TryStreamExt;
-use relata_core::{CandidateId, Decision, Policy, PromotionState, Reviewers, RowKind};
+use relata_core::{CandidateId, Decision, PromotionState, RowKind};
 use relata_store::{ExportRecord, JobState, ReviewFilter};
 use relata_validate::{GateConfig, judge_extract};
 
 use crate::common::{
-    TestDb, call, committed, extract_doc, extract_doc_judged_by, extract_job, extract_version,
-    gate_without_support, ingest, one_claim,
+    TestDb, ada, call, committed, extract_doc, extract_doc_judged_by, extract_job, extract_version,
+    gate_without_support, ingest, judge, one_claim,
 };
 
 #[tokio::test]
@@ -173,9 +173,7 @@ async fn warned_rows_wait_in_the_one_review_queue() {
     assert_eq!(done.counts.warnings, 1);
     // Not judged yet: not in the queue, and not counted as waiting for a person.
     assert_eq!(s.status().await.unwrap().review_pending, 0);
-    s.promote_pending(&Policy::shipped(), 100, true)
-        .await
-        .unwrap();
+    judge(s).await;
     let queue = s.review_list(&ReviewFilter::default()).await.unwrap();
     assert_eq!(queue.len(), 1, "{queue:?}");
     let item = &queue[0];
@@ -187,11 +185,7 @@ async fn warned_rows_wait_in_the_one_review_queue() {
     assert_eq!(item.state, PromotionState::Pending);
     assert_eq!(item.reasons, ["warning: figure_not_in_quote"], "{item:?}");
     assert_eq!(s.status().await.unwrap().review_pending, 1);
-    let ada = Reviewers::new(["Ada Lovelace"])
-        .unwrap()
-        .get("Ada Lovelace")
-        .unwrap();
-    s.review_decide(&[id], Decision::Approve, &ada, None)
+    s.review_decide(&[id], Decision::Approve, &ada(), None)
         .await
         .unwrap();
     assert!(
