@@ -80,6 +80,7 @@ const WORKSPACE_RULES: &[(&str, &[&str])] = &[
         "relata-testkit",
         &["relata-core", "relata-queue", "relata-store"],
     ),
+    // Benchmarks; the gate only to time the answer gate in process (`relata-bench answer`).
     (
         "relata-bench",
         &[
@@ -87,6 +88,7 @@ const WORKSPACE_RULES: &[(&str, &[&str])] = &[
             "relata-queue",
             "relata-store",
             "relata-testkit",
+            "relata-validate",
         ],
     ),
     ("relata-tests", &[]),

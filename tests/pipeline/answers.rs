@@ -60,6 +60,17 @@ async fn filled(with_claims: bool) -> Env {
             .await;
     }
     drop(workers);
+    if with_claims {
+        // The shipped policy: clean claims are promoted (and so attached to sources); the
+        // `contradicts` relations wait for a reviewer.
+        let out = env.relata(&["promote"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
     env
 }
 
@@ -122,6 +133,15 @@ async fn expected_contradictions(env: &Env, body: &Value) -> Vec<(i64, i64)> {
     .unwrap()
 }
 
+/// Whether every listed contradiction is marked as pending review.
+fn all_pending(body: &Value) -> bool {
+    body["contradictions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|c| c["pending_review"] == true)
+}
+
 fn contradictions(body: &Value) -> Vec<(i64, i64)> {
     body["contradictions"]
         .as_array()
@@ -171,6 +191,8 @@ async fn ask_answers_abstains_and_degrades_without_ever_failing() {
         "the two documents' claims contradict: {body}"
     );
     assert_eq!(contradictions(&body), expected);
+    // Not yet approved by anyone, so listed and marked.
+    assert!(all_pending(&body), "{body}");
     // What the model saw: handles and passages, never a database id.
     let sent = env.fake.chat_requests();
     let last = String::from_utf8_lossy(&sent.last().unwrap().body).into_owned();
@@ -195,6 +217,7 @@ async fn ask_answers_abstains_and_degrades_without_ever_failing() {
         expected_contradictions(&env, &body).await
     );
     assert!(!contradictions(&body).is_empty());
+    assert!(all_pending(&body), "{body}");
     assert_eq!(answer_requests(&env), before + 1, "asked exactly once");
 
     // A fabricated citation: S99 when fewer were sent. Degraded, every source intact.
@@ -250,6 +273,20 @@ async fn ask_answers_abstains_and_degrades_without_ever_failing() {
     );
     assert!(text.contains("Sources:\n  [S1] "), "{text}");
 
+    // A degraded answer in human output still shows the contradictions waiting for review.
+    env.fake.push([Behaviour::completion(
+        r#"{"answer": "sufficient", "found": true, "citations": []}"#,
+    )]);
+    let out = env.relata(&["ask", question]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("No usable answer"), "{text}");
+    assert!(
+        text.contains("Contradictions between stored claims:\n  S")
+            && text.contains("(pending review)"),
+        "{text}"
+    );
+
     // Every answer is recorded with its provenance; the no-source one has no call.
     let store = env.store().await;
     let rows: Vec<AnswerRow> =
@@ -266,7 +303,8 @@ async fn ask_answers_abstains_and_degrades_without_ever_failing() {
             "degraded",
             "abstained",
             "abstained",
-            "answered"
+            "answered",
+            "degraded"
         ]
     );
     assert_eq!(rows[0].1.as_deref(), Some("fake-model"));
@@ -276,6 +314,70 @@ async fn ask_answers_abstains_and_degrades_without_ever_failing() {
     );
     assert_eq!(rows[1].3, ["degenerate", "uncited_answer"]);
     assert_eq!(rows[4].1, None);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_citation_of_s99_among_six_sources_degrades_with_all_six_intact() {
+    let env = Env::new(options(), vec![]).await;
+    let mut corpus = None;
+    for i in 1..=6 {
+        corpus = Some(env.write_doc(
+            &format!("laureate-{i}.txt"),
+            &format!(
+                "Laureate number {i} received the Nobel Prize in Chemistry in {}.",
+                1900 + i
+            ),
+        ));
+    }
+    let out = env.relata(&["ingest", corpus_path(&corpus.unwrap()), "--source", "wiki"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    env.fake.push([Behaviour::completion(
+        r#"{"answer": "A laureate received the Nobel Prize in Chemistry [S99].", "citations": ["S99"], "found": true}"#,
+    )]);
+    let out = env.relata(&[
+        "ask",
+        "Who received the Nobel Prize in Chemistry?",
+        "--k",
+        "6",
+        "--json",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["status"], "degraded", "{body}");
+    assert_eq!(body["sufficient"], false);
+    assert_eq!(body["answer"], Value::Null);
+    assert_eq!(caveat_reasons(&body), ["unknown_handle"]);
+    let sources = body["sources"].as_array().unwrap();
+    assert_eq!(sources.len(), 6, "{body}");
+    assert_sources_resolve(&env, &body).await;
+    // What was sent is what came back: six passages, S1..S6, and the model saw exactly
+    // those handles.
+    let sent = env.fake.chat_requests();
+    assert_eq!(
+        answer_requests(&env),
+        1,
+        "asked exactly once, never re-asked"
+    );
+    let last = String::from_utf8_lossy(&sent.last().unwrap().body).into_owned();
+    for (i, s) in sources.iter().enumerate() {
+        assert!(last.contains(&format!("[S{}]", i + 1)), "{last}");
+        assert!(
+            s["text"].as_str().unwrap().starts_with("Laureate number"),
+            "{s}"
+        );
+    }
+    assert!(!last.contains("[S7]"), "{last}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -454,4 +556,105 @@ async fn serve_answers_over_http_and_refuses_bad_requests() {
     assert!(v["error"].as_str().unwrap().contains("unavailable"), "{v}");
 
     assert_eq!(server.terminate(), Some(0));
+}
+
+/// The real model (SmolLM2-135M under llama-cpp-python, from `scripts/real-model.sh`) over
+/// a few ingested Wikipedia summaries: whatever it says, the answer is one of the three
+/// outcomes — never an error — and every citation resolves to a source whose text is the
+/// document's own bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs the real model server: eval \"$(scripts/real-model.sh)\""]
+async fn real_model_answers_are_one_of_three_outcomes_and_citations_resolve() {
+    let var = |name: &str| {
+        std::env::var(name).unwrap_or_else(|_| panic!("{name} (scripts/real-model.sh)"))
+    };
+    let summaries = var("RELATA_REAL_MODEL_SUMMARIES");
+    let data: serde_json::Map<String, Value> =
+        serde_json::from_str(&std::fs::read_to_string(&summaries).unwrap()).unwrap();
+
+    let mut env = Env::new(FakeOptions::default(), vec![]).await;
+    env.set("RELATA_MODEL_URL", &var("RELATA_MODEL_URL"));
+    env.set("RELATA_MODEL_NAME", &var("RELATA_MODEL_NAME"));
+    env.set("RELATA_MODEL_DIALECT", "json_object_schema");
+    env.set("RELATA_MODEL_MAX_TOKENS", "400");
+    env.set("RELATA_MODEL_REQUEST_TIMEOUT_MS", "180000");
+
+    // A stride through the corpus: different topics, nobody here wrote them.
+    const DOCS: usize = 4;
+    let picked: Vec<(&String, &Value)> =
+        data.iter().step_by(data.len() / DOCS).take(DOCS).collect();
+    let jsonl = env.dir.join("real.jsonl");
+    let lines: Vec<String> = picked
+        .iter()
+        .map(|(title, v)| {
+            serde_json::json!({"id": title, "title": title, "text": v["extract"]}).to_string()
+        })
+        .collect();
+    std::fs::write(&jsonl, lines.join("\n")).unwrap();
+    let out = env.relata(&[
+        "ingest",
+        "--jsonl",
+        jsonl.to_str().unwrap(),
+        "--source",
+        "wikipedia",
+        "--title-field",
+        "title",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    // A question about the first document, in its own words, so retrieval finds sources
+    // and the model is really asked.
+    let question = format!("What is {}?", picked[0].0);
+    let before = env.fake.chat_requests().len();
+    let (code, body, stderr) = ask(&env, &question);
+    assert_eq!(code, Some(0), "an error instead of an answer: {stderr}");
+    assert_eq!(
+        env.fake.chat_requests().len(),
+        before,
+        "the fake was asked instead of the model"
+    );
+    let status = body["status"].as_str().unwrap();
+    assert!(
+        ["answered", "abstained", "degraded"].contains(&status),
+        "{body}"
+    );
+    let sources = body["sources"].as_array().unwrap();
+    assert!(
+        !sources.is_empty(),
+        "nothing retrieved for {question:?}: {body}"
+    );
+    assert_sources_resolve(&env, &body).await;
+    let handles: Vec<&str> = sources
+        .iter()
+        .map(|s| s["handle"].as_str().unwrap())
+        .collect();
+    for c in body["citations"].as_array().unwrap() {
+        assert!(
+            handles.contains(&c.as_str().unwrap()),
+            "{c} resolves to no source: {body}"
+        );
+    }
+    assert_eq!(body["sufficient"], status == "answered");
+    if status == "degraded" {
+        assert_eq!(body["answer"], Value::Null);
+        assert!(!caveat_reasons(&body).is_empty(), "{body}");
+    }
+    // Recorded with the real model's provenance.
+    let store = env.store().await;
+    let (recorded, model, ms): (String, Option<String>, Option<i64>) =
+        sqlx::query_as("SELECT status, model, duration_ms FROM answers ORDER BY id DESC LIMIT 1")
+            .fetch_one(store.pool())
+            .await
+            .unwrap();
+    assert_eq!(recorded, status);
+    assert_eq!(model.as_deref(), Some(var("RELATA_MODEL_NAME").as_str()));
+    eprintln!(
+        "real model answer: {status}, model call {} ms, caveats {:?}",
+        ms.unwrap_or(-1),
+        caveat_reasons(&body)
+    );
 }

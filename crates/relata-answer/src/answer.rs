@@ -1,7 +1,5 @@
 //! The answer path: question → passages → model → gate → outcome.
 
-use std::collections::HashMap;
-
 use relata_core::contract::ANSWER_ABSTENTION;
 use relata_core::{AnswerStatus, Reason, SourceHandle, Task};
 use relata_model::{AnswerSource, ErrorClass, ModelCall, ModelClient, ModelError, TransportKind};
@@ -88,6 +86,10 @@ pub struct ContradictionOut {
     pub a: String,
     pub b: String,
     pub claims: [i64; 2],
+    /// No person (or policy) has promoted the relation or one of its claims yet. Such a
+    /// contradiction is listed all the same: a warning waiting for a person is never
+    /// hidden from the person asking.
+    pub pending_review: bool,
 }
 
 /// Why an answer is qualified: a rejection reason (degraded), a warning (answered), or
@@ -181,12 +183,24 @@ impl Answerer {
     /// The model is asked at most once: invalid output is never retried or repaired.
     #[tracing::instrument(name = "answer", skip_all, fields(task = "answer", k))]
     pub async fn ask(&self, question: &str, k: usize) -> Result<Answer, AskError> {
+        let started = std::time::Instant::now();
         check_request(question, k)?;
         let passages = self.store.retrieve_passages(question, k).await?;
         let claims = self.store.attach_claims(&passages).await?;
+        let contradictions = self
+            .store
+            .contradictions(&self.classify_fingerprint, &passages)
+            .await?
+            .into_iter()
+            .map(|c| ContradictionOut {
+                a: handle(c.passage_a),
+                b: handle(c.passage_b),
+                claims: [c.claim_a, c.claim_b],
+                pending_review: c.pending_review,
+            })
+            .collect();
         let sources: Vec<(Passage, Vec<AttachedClaim>)> =
             passages.into_iter().zip(claims).collect();
-        let contradictions = self.contradictions(&sources).await?;
 
         let mut out = Answer {
             question: question.to_owned(),
@@ -315,46 +329,21 @@ impl Answerer {
             status: out.status,
             sources: out.sources.len(),
             reasons: &reasons,
+            duration: started.elapsed(),
         }
         .emit(&self.metrics);
         Ok(out)
     }
+}
 
-    /// Stored contradictions between claims attached to the sources, with the handles
-    /// of the sources holding each claim (the first source, when several hold it).
-    async fn contradictions(
-        &self,
-        sources: &[(Passage, Vec<AttachedClaim>)],
-    ) -> Result<Vec<ContradictionOut>, AskError> {
-        let mut holder: HashMap<i64, SourceHandle> = HashMap::new();
-        for (i, (_, claims)) in sources.iter().enumerate() {
-            for c in claims {
-                holder
-                    .entry(c.claim_id)
-                    .or_insert(SourceHandle::nth(i as u32 + 1));
-            }
-        }
-        let ids: Vec<i64> = holder.keys().copied().collect();
-        let found = self
-            .store
-            .contradictions(&self.classify_fingerprint, &ids)
-            .await?;
-        Ok(found
-            .into_iter()
-            .filter_map(|c| {
-                Some(ContradictionOut {
-                    a: holder.get(&c.claim_a)?.to_string(),
-                    b: holder.get(&c.claim_b)?.to_string(),
-                    claims: [c.claim_a, c.claim_b],
-                })
-            })
-            .collect())
-    }
+/// The handle of the `i`-th source (0-based).
+fn handle(i: usize) -> String {
+    SourceHandle::nth(i as u32 + 1).to_string()
 }
 
 fn source_out(i: usize, p: &Passage, claims: &[AttachedClaim]) -> Source {
     Source {
-        handle: SourceHandle::nth(i as u32 + 1).to_string(),
+        handle: handle(i),
         document_id: p.document_id,
         title: p.title.clone(),
         text: p.text.clone(),

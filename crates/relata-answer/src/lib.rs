@@ -18,9 +18,14 @@
 //!   repaired: a citation "corrected" to satisfy a validator is worse than none.
 //!
 //! Only a model that is unavailable after the adapter's bounded retries (or refuses the
-//! request) and a failing store are errors ([`AskError`]). Contradictions are surfaced
-//! by relata, not by the model: every stored `contradicts` relation of the current
-//! classify version between claims attached to the sources, on every outcome.
+//! request) and a failing store are errors ([`AskError`]).
+//!
+//! Only **promoted** claims (allowed by the policy or approved by a named person) are
+//! attached to sources. Contradictions are surfaced by relata, not by the model: every
+//! stored `contradicts` relation of the current classify version between claims whose
+//! quotes lie in the sources, on every outcome — including those still waiting for
+//! review, marked `pending_review`, because a warning waiting for a person must never be
+//! hidden from the person asking. Rejected and denied ones are left out.
 //!
 //! Every answer is recorded (`answers`): the question, the sources and their claim ids in
 //! handle order, the outcome and its reasons, and the model call's provenance.

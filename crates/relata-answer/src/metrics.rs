@@ -4,15 +4,33 @@
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use relata_core::{AnswerStatus, Reason};
 
 type Labels1 = [(&'static str, &'static str); 1];
 
-/// `relata_answers_total{status}`. Cheap to clone (the family is shared).
-#[derive(Debug, Clone, Default)]
+/// `relata_answers_total{status}` and `relata_answer_duration_seconds{status}`. Cheap to
+/// clone (the families are shared).
+#[derive(Debug, Clone)]
 pub struct AnswerMetrics {
     answers: Family<Labels1, Counter>,
+    duration: Family<Labels1, Histogram>,
+}
+
+fn duration_histogram() -> Histogram {
+    // 5 ms (retrieval and validation alone, no model: an abstention without sources)
+    // to about 80 s (a slow model with its retries).
+    Histogram::new(exponential_buckets(0.005, 2.0, 15))
+}
+
+impl Default for AnswerMetrics {
+    fn default() -> AnswerMetrics {
+        AnswerMetrics {
+            answers: Family::default(),
+            duration: Family::new_with_constructor(duration_histogram),
+        }
+    }
 }
 
 impl AnswerMetrics {
@@ -23,6 +41,11 @@ impl AnswerMetrics {
             "relata_answers",
             "Questions answered, by outcome (answered, abstained, degraded)",
             m.answers.clone(),
+        );
+        registry.register(
+            "relata_answer_duration_seconds",
+            "Time to answer one question (retrieval, the model with its retries, validation, the record), by outcome",
+            m.duration.clone(),
         );
         m
     }
@@ -35,6 +58,7 @@ pub(crate) struct AnswerFinished<'a> {
     pub status: AnswerStatus,
     pub sources: usize,
     pub reasons: &'a [Reason],
+    pub duration: std::time::Duration,
 }
 
 impl AnswerFinished<'_> {
@@ -45,10 +69,13 @@ impl AnswerFinished<'_> {
             status = self.status.as_str(),
             sources = self.sources,
             reasons = %reasons.join(","),
+            duration_ms = u64::try_from(self.duration.as_millis()).unwrap_or(u64::MAX),
             "question answered"
         );
-        m.answers
-            .get_or_create(&[("status", self.status.as_str())])
-            .inc();
+        let labels = [("status", self.status.as_str())];
+        m.answers.get_or_create(&labels).inc();
+        m.duration
+            .get_or_create(&labels)
+            .observe(self.duration.as_secs_f64());
     }
 }

@@ -9,7 +9,10 @@
 //! - `real`: the real model over a sample: acceptance by reason, and saturation against
 //!   a direct load generator sending the same bodies.
 //! - `reliability`: the fault scenarios, one row each (scripts/reliability).
+//! - `answer`: the answer path's own cost (retrieval + validation, and the whole
+//!   `POST /v1/answers`) with an instant fake model over a few hundred documents.
 
+mod answer;
 mod overhead;
 mod real;
 mod reliability;
@@ -78,6 +81,15 @@ enum Cmd {
         /// Skip replaying the requests directly (the saturation figure): halves the run.
         #[arg(long)]
         no_direct: bool,
+    },
+    /// The answer path's own cost with an instant fake model.
+    Answer {
+        /// Documents ingested, extracted and promoted before the questions.
+        #[arg(long, default_value_t = 300)]
+        docs: usize,
+        /// Questions asked, one at a time.
+        #[arg(long, default_value_t = 200)]
+        questions: usize,
     },
     /// The reliability scenarios.
     Reliability {
@@ -178,6 +190,10 @@ async fn main() -> Result<()> {
             no_direct,
         } => {
             real::real(&relata, &summaries, docs, concurrency, no_direct, cli.keep).await?;
+        }
+        Cmd::Answer { docs, questions } => {
+            let run = answer::run(&relata, docs, questions, cli.keep).await?;
+            answer::print(run);
         }
         Cmd::Reliability { size, only } => {
             let size = match size {

@@ -123,8 +123,15 @@ fn print_human(a: &Answer) -> Result<()> {
         outln!("")?;
         outln!("Contradictions between stored claims:")?;
         for c in &a.contradictions {
+            // Said on the line itself, not in a footnote: an unreviewed contradiction is
+            // still a warning the person asking must see.
+            let pending = if c.pending_review {
+                " (pending review)"
+            } else {
+                ""
+            };
             outln!(
-                "  {} claim {} contradicts {} claim {}",
+                "  {} claim {} contradicts {} claim {}{pending}",
                 c.a,
                 c.claims[0],
                 c.b,
@@ -197,4 +204,45 @@ pub async fn serve(config: &Config, args: ServeArgs) -> Result<u8> {
         .await
         .context("serving HTTP")?;
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use relata_core::{AnswerCheck, Severity};
+    use relata_validate::judge_answer;
+
+    use super::*;
+
+    /// Fails if the configuration relata ships (no file: the defaults) disables or
+    /// demotes any fatal answer check, and proves the gate built from it is live.
+    #[test]
+    fn the_shipped_configuration_keeps_every_fatal_answer_check_fatal() {
+        let gate = Config::default().answer_gate().unwrap();
+        for check in [
+            AnswerCheck::HandleKnown,
+            AnswerCheck::Cited,
+            AnswerCheck::Degenerate,
+            AnswerCheck::Abstention,
+        ] {
+            let s = gate.setting(check);
+            assert!(
+                s.enabled,
+                "{check} is disabled in the shipped configuration"
+            );
+            assert_eq!(s.severity, Severity::Reject, "{check} is not fatal");
+        }
+        for check in [AnswerCheck::MarkersMatch, AnswerCheck::FigureInSources] {
+            assert!(gate.setting(check).enabled, "{check} is disabled");
+        }
+        let sources = ["Marie Curie was born in Warsaw in 1867."];
+        for bad in [
+            r#"{"answer": "Marie Curie was born in Warsaw [S7].", "citations": ["S7"], "found": true}"#,
+            r#"{"answer": "Marie Curie was born in Warsaw.", "citations": [], "found": true}"#,
+            r#"{"answer": "sufficient", "citations": ["S1"], "found": true}"#,
+            r#"{"answer": "I do not know.", "citations": [], "found": false}"#,
+        ] {
+            let j = judge_answer(&gate, &sources, bad.as_bytes());
+            assert!(!j.rejections.is_empty(), "accepted: {bad}");
+        }
+    }
 }

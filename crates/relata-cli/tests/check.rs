@@ -367,3 +367,29 @@ fn check_reads_no_more_of_a_response_than_a_worker_would() {
     assert_eq!(out.status.code(), Some(4), "{stdout}");
     assert!(stdout.contains("too_large"), "{stdout}");
 }
+
+/// Answers are judged on request, against the sources retrieved for them: `check` has no
+/// way to know those sources, so it refuses rather than judge an answer without them.
+#[test]
+fn check_refuses_the_answer_task_with_a_message() {
+    let d = dir("answer");
+    let input = d.join("input.json");
+    std::fs::write(&input, extract_input()).unwrap();
+    let response = d.join("response");
+    std::fs::write(
+        &response,
+        br#"{"answer": "Curie was born in Warsaw [S1].", "citations": ["S1"], "found": true}"#,
+    )
+    .unwrap();
+    let msg = usage_error(&[
+        "check",
+        "--task",
+        "answer",
+        "--input",
+        input.to_str().unwrap(),
+        "--response",
+        response.to_str().unwrap(),
+    ]);
+    assert!(msg.contains("--task answer"), "{msg}");
+    assert!(msg.contains("relata ask"), "{msg}");
+}

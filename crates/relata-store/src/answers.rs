@@ -48,11 +48,18 @@ pub struct AttachedClaim {
     pub quote_end: usize,
 }
 
-/// A stored `contradicts` relation between two attached claims.
+/// A stored `contradicts` relation between two claims whose quotes lie in passages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Contradiction {
     pub claim_a: i64,
     pub claim_b: i64,
+    /// Index (in the passages given) of the first passage holding each claim's quote.
+    pub passage_a: usize,
+    pub passage_b: usize,
+    /// The relation, or either of its claims, is not promoted yet: it waits for a person
+    /// (or for the policy). Surfaced all the same, marked: a warning waiting for review
+    /// must never be hidden from the person asking.
+    pub pending_review: bool,
 }
 
 /// Finds passages for a question. The store's full-text search is the one relata ships;
@@ -164,6 +171,25 @@ fn narrow(text: &str, words: &[String]) -> (usize, usize) {
     best.1
 }
 
+/// Passages as the parallel arrays `unnest` takes: index, revision, start, end.
+type PassageArrays = (Vec<i32>, Vec<i64>, Vec<i32>, Vec<i32>);
+
+fn passage_arrays(passages: &[Passage]) -> Result<PassageArrays> {
+    let idx = (0..passages.len())
+        .map(|i| to_i32(i, "passage index"))
+        .collect::<Result<_>>()?;
+    let revs = passages.iter().map(|p| p.revision_id).collect();
+    let starts = passages
+        .iter()
+        .map(|p| to_i32(p.start, "passage start"))
+        .collect::<Result<_>>()?;
+    let ends = passages
+        .iter()
+        .map(|p| to_i32(p.end, "passage end"))
+        .collect::<Result<_>>()?;
+    Ok((idx, revs, starts, ends))
+}
+
 impl Store {
     /// The top `k` (1..=[`MAX_K`]) passages for `question` among the chunks of current
     /// revisions, by full-text rank, ties broken by chunk id. A question with no
@@ -212,25 +238,16 @@ impl Store {
             .collect()
     }
 
-    /// For each passage, the stored claims whose quote lies wholly inside it (same
-    /// revision, `start <= quote_start`, `quote_end <= end`), by claim id.
+    /// For each passage, the stored **promoted** claims whose quote lies wholly inside it
+    /// (same revision, `start <= quote_start`, `quote_end <= end`), by claim id. A claim
+    /// pending review, rejected, denied or not yet judged is not attached: answers, like
+    /// export, stand only on what relata's policy or a named person promoted.
     pub async fn attach_claims(&self, passages: &[Passage]) -> Result<Vec<Vec<AttachedClaim>>> {
         let mut out = vec![Vec::new(); passages.len()];
         if passages.is_empty() {
             return Ok(out);
         }
-        let idx: Vec<i32> = (0..passages.len())
-            .map(|i| to_i32(i, "passage index"))
-            .collect::<Result<_>>()?;
-        let revs: Vec<i64> = passages.iter().map(|p| p.revision_id).collect();
-        let starts: Vec<i32> = passages
-            .iter()
-            .map(|p| to_i32(p.start, "passage start"))
-            .collect::<Result<_>>()?;
-        let ends: Vec<i32> = passages
-            .iter()
-            .map(|p| to_i32(p.end, "passage end"))
-            .collect::<Result<_>>()?;
+        let (idx, revs, starts, ends) = passage_arrays(passages)?;
         let rows = sqlx::query(
             "SELECT p.idx, cl.id, cl.statement, cl.quote, cl.quote_start, cl.quote_end
                FROM unnest($1::int[], $2::bigint[], $3::int[], $4::int[])
@@ -238,6 +255,7 @@ impl Store {
                JOIN claims cl ON cl.revision_id = p.revision_id
                              AND cl.quote_start >= p.start_byte
                              AND cl.quote_end <= p.end_byte
+              WHERE relata_promoted('claim', cl.id)
               ORDER BY p.idx, cl.id",
         )
         .bind(&idx)
@@ -260,29 +278,68 @@ impl Store {
     }
 
     /// The stored `contradicts` relations of the classify task version with fingerprint
-    /// `classify_fingerprint` whose two claims are both among `claim_ids`, by relation id.
+    /// `classify_fingerprint` between claims whose quotes lie inside `passages`, by
+    /// relation id, each with the first passage holding either claim.
+    ///
+    /// Unlike [`Store::attach_claims`], this does not stop at promoted rows: a relation or
+    /// claim still waiting for review (or for the policy) is listed with `pending_review`
+    /// set, because a contradiction nobody has looked at yet is exactly what the person
+    /// asking must see. Only what was rejected by a person or denied by the policy is left
+    /// out.
     pub async fn contradictions(
         &self,
         classify_fingerprint: &str,
-        claim_ids: &[i64],
+        passages: &[Passage],
     ) -> Result<Vec<Contradiction>> {
-        if claim_ids.len() < 2 {
+        if passages.is_empty() {
             return Ok(Vec::new());
         }
-        let rows: Vec<(i64, i64)> = sqlx::query_as(
-            "SELECT claim_a, claim_b FROM claim_relations
-              WHERE relation = 'contradicts' AND task_version_fingerprint = $1
-                AND claim_a = ANY($2) AND claim_b = ANY($2)
-              ORDER BY id",
+        let (idx, revs, starts, ends) = passage_arrays(passages)?;
+        let rows = sqlx::query(
+            "WITH p AS (
+                 SELECT * FROM unnest($2::int[], $3::bigint[], $4::int[], $5::int[])
+                          AS p(idx, revision_id, start_byte, end_byte)),
+             held AS (
+                 SELECT cl.id AS claim_id, min(p.idx) AS idx
+                   FROM p
+                   JOIN claims cl ON cl.revision_id = p.revision_id
+                                 AND cl.quote_start >= p.start_byte
+                                 AND cl.quote_end <= p.end_byte
+                   LEFT JOIN promotions pr ON pr.candidate_kind = 'claim'
+                                          AND pr.candidate_id = cl.id
+                  WHERE coalesce(pr.state, 'proposed') NOT IN ('rejected', 'denied')
+                  GROUP BY cl.id)
+             SELECT x.claim_a, x.claim_b, ha.idx AS idx_a, hb.idx AS idx_b,
+                    NOT (relata_promoted('relation', x.id)
+                         AND relata_promoted('claim', x.claim_a)
+                         AND relata_promoted('claim', x.claim_b)) AS pending_review
+               FROM claim_relations x
+               JOIN held ha ON ha.claim_id = x.claim_a
+               JOIN held hb ON hb.claim_id = x.claim_b
+               LEFT JOIN promotions pr ON pr.candidate_kind = 'relation'
+                                      AND pr.candidate_id = x.id
+              WHERE x.relation = 'contradicts' AND x.task_version_fingerprint = $1
+                AND coalesce(pr.state, 'proposed') NOT IN ('rejected', 'denied')
+              ORDER BY x.id",
         )
         .bind(classify_fingerprint)
-        .bind(claim_ids)
+        .bind(&idx)
+        .bind(&revs)
+        .bind(&starts)
+        .bind(&ends)
         .fetch_all(&self.pool)
         .await?;
-        Ok(rows
-            .into_iter()
-            .map(|(claim_a, claim_b)| Contradiction { claim_a, claim_b })
-            .collect())
+        rows.into_iter()
+            .map(|r| {
+                Ok(Contradiction {
+                    claim_a: r.try_get("claim_a")?,
+                    claim_b: r.try_get("claim_b")?,
+                    passage_a: to_usize(r.try_get("idx_a")?, "passage index")?,
+                    passage_b: to_usize(r.try_get("idx_b")?, "passage index")?,
+                    pending_review: r.try_get("pending_review")?,
+                })
+            })
+            .collect()
     }
 
     /// Record one answer; returns its id.

@@ -11,6 +11,12 @@
 //!   rejection counts as one rejection.
 //!
 //! A rate is `None` when its denominator is zero: no traffic is not a 0% failure rate.
+//!
+//! Answers (`task = answer`) are recorded in their own table, not in `model_calls`, so
+//! every query here unions them in: an answer whose model was asked is a response; it
+//! failed when `degraded`; its rejections are its reasons; an answered or abstained one
+//! counts as one accepted row. An answer that retrieved nothing asked no model and is
+//! not a response.
 
 use chrono::{DateTime, NaiveDate, Utc};
 use relata_core::{Task, closed_enum};
@@ -160,29 +166,42 @@ pub fn judge_doubling(
     }
 }
 
-// Failure counts per model call group. $1 from, $2 to (half-open [from, to)).
+// Failure counts per model call group, answers included. $1 from, $2 to (half-open
+// [from, to)).
 macro_rules! call_counts {
     ($group:literal) => {
         concat!(
-            "WITH calls AS (
+            "WITH mc AS (
                  SELECT id, started_at, task, prompt_version, model, outcome FROM model_calls
                  WHERE started_at >= $1 AND started_at < $2
                    AND outcome IN ('accepted', 'partial', 'rejected', 'invalid_envelope')),
              rej AS (
                  SELECT call_id, count(*) AS n FROM invalid_outputs
-                 WHERE call_id IN (SELECT id FROM calls) GROUP BY call_id),
+                 WHERE call_id IN (SELECT id FROM mc) GROUP BY call_id),
              acc AS (
                  SELECT call_id, count(*) AS n FROM (
                      SELECT call_id FROM entities UNION ALL SELECT call_id FROM claims
                      UNION ALL SELECT call_id FROM claim_relations) rows
-                 WHERE call_id IN (SELECT id FROM calls) GROUP BY call_id)
+                 WHERE call_id IN (SELECT id FROM mc) GROUP BY call_id),
+             calls AS (
+                 SELECT mc.started_at, mc.task, mc.prompt_version, mc.model,
+                        mc.outcome <> 'accepted' AS failed,
+                        coalesce(rej.n, 0) AS rejections, coalesce(acc.n, 0) AS accepted
+                 FROM mc
+                 LEFT JOIN rej ON rej.call_id = mc.id
+                 LEFT JOIN acc ON acc.call_id = mc.id
+                 UNION ALL
+                 SELECT a.started_at, 'answer', a.prompt_version, a.model,
+                        a.status = 'degraded',
+                        cardinality(a.reasons)::bigint,
+                        (a.status <> 'degraded')::int::bigint
+                 FROM answers a
+                 WHERE a.model IS NOT NULL AND a.started_at >= $1 AND a.started_at < $2)
              SELECT ",
             $group,
-            ", count(*), count(*) FILTER (WHERE c.outcome <> 'accepted'),
-                    coalesce(sum(rej.n), 0)::bigint, coalesce(sum(acc.n), 0)::bigint
+            ", count(*), count(*) FILTER (WHERE c.failed),
+                    coalesce(sum(c.rejections), 0)::bigint, coalesce(sum(c.accepted), 0)::bigint
              FROM calls c
-             LEFT JOIN rej ON rej.call_id = c.id
-             LEFT JOIN acc ON acc.call_id = c.id
              GROUP BY ",
             $group,
             " ORDER BY ",
@@ -212,6 +231,12 @@ impl Store {
                     i.reason, count(*)
              FROM invalid_outputs i JOIN model_calls m ON m.id = i.call_id
              WHERE m.started_at >= $1 AND m.started_at < $2
+             GROUP BY 1, 2, 3, 4, 5
+             UNION ALL
+             SELECT (a.started_at AT TIME ZONE 'UTC')::date, 'answer', a.prompt_version,
+                    a.model, r.reason, count(*)
+             FROM answers a CROSS JOIN unnest(a.reasons) AS r(reason)
+             WHERE a.model IS NOT NULL AND a.started_at >= $1 AND a.started_at < $2
              GROUP BY 1, 2, 3, 4, 5
              ORDER BY 1, 2, 3, 4, 6 DESC, 5",
         )

@@ -9,6 +9,7 @@
 
 mod common;
 
+mod answers;
 mod commit;
 mod documents;
 mod errors;

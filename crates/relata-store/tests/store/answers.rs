@@ -1,0 +1,416 @@
+//! Retrieval for answers on the real PostgreSQL: which passages a question finds, in what
+//! order, what they hold, and which stored claims and contradictions go with them.
+
+// Test helpers: a failed unwrap is a failed test, with its location.
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+
+use relata_core::{
+    CLASSIFY_V1, CandidateId, Decision, Handle, JobId, Policy, Reviewer, Reviewers, RowKind,
+    TaskVersion,
+};
+use relata_store::{Passage, Store};
+use relata_validate::{ClassifyInput, GateConfig, judge_classify};
+
+use crate::common::{
+    TestDb, call, classify_version, committed, extract_doc, extract_doc_judged_by,
+    gate_without_support, ingest, one_claim,
+};
+
+fn ada() -> Reviewer {
+    Reviewers::new(["Ada Lovelace"])
+        .unwrap()
+        .get("Ada Lovelace")
+        .unwrap()
+}
+
+fn relation(id: i64) -> CandidateId {
+    CandidateId {
+        kind: RowKind::Relation,
+        id,
+    }
+}
+
+/// The bytes of a document's current revision at `start..end`, read by PostgreSQL.
+async fn document_bytes(s: &Store, document_id: i64, start: usize, end: usize) -> Vec<u8> {
+    sqlx::query_scalar(
+        "SELECT substring(convert_to(r.text, 'UTF8') FROM $2 + 1 FOR $3 - $2)
+           FROM documents d JOIN document_revisions r ON r.id = d.current_revision_id
+          WHERE d.id = $1",
+    )
+    .bind(document_id)
+    .bind(start as i32)
+    .bind(end as i32)
+    .fetch_one(s.pool())
+    .await
+    .unwrap()
+}
+
+/// A clean claim in a one-chunk document of its own; the claim id and its extract job.
+async fn clean_claim(s: &Store, doc: &str) -> (i64, JobId) {
+    let text = format!("Beta Inc opened the office called {doc} in the harbour city.");
+    let (_, job, done) = extract_doc(
+        s,
+        doc,
+        &text,
+        &one_claim(
+            "Beta Inc",
+            &format!("Beta Inc opened the office called {doc}."),
+            &format!("opened the office called {doc}"),
+        ),
+    )
+    .await;
+    assert_eq!(done.claim_ids.len(), 1, "{done:?}");
+    (done.claim_ids[0], job)
+}
+
+/// Classify `new` (extracted by `origin`) against the claims before it, every planned pair
+/// `contradicts`, under `version`.
+async fn all_contradict(s: &Store, origin: &JobId, new: i64, version: &TaskVersion) {
+    let jobs = s
+        .plan_classify_jobs(origin, &[new], 5, 10, version)
+        .await
+        .unwrap();
+    for job in &jobs {
+        let pairs = job.input.pairs().unwrap().to_vec();
+        let claims = s.load_claims_for_pairs(&pairs).await.unwrap();
+        let mut handle_map = BTreeMap::new();
+        let mut handle_of = BTreeMap::new();
+        for (i, c) in claims.iter().enumerate() {
+            let h = Handle::nth(i as u32 + 1);
+            handle_map.insert(h, c.id);
+            handle_of.insert(c.id, h);
+        }
+        let input = ClassifyInput {
+            handles: handle_map.keys().copied().collect(),
+            pairs: pairs
+                .iter()
+                .map(|(x, y)| (handle_of[x], handle_of[y]))
+                .collect(),
+        };
+        let relations: Vec<_> = input
+            .pairs
+            .iter()
+            .map(|(x, y)| {
+                serde_json::json!({"a": x.to_string(), "b": y.to_string(), "relation": "contradicts"})
+            })
+            .collect();
+        let raw = serde_json::json!({ "relations": relations }).to_string();
+        let j = judge_classify(&GateConfig::default(), &input, raw.as_bytes());
+        committed(
+            s.commit_classify(&job.job_id, &call(version), &j, &handle_map)
+                .await
+                .unwrap(),
+        );
+    }
+}
+
+/// The id of the `contradicts` relation between two claims (either order).
+async fn relation_between(s: &Store, a: i64, b: i64) -> i64 {
+    sqlx::query_scalar(
+        "SELECT id FROM claim_relations WHERE relation = 'contradicts'
+            AND ((claim_a = $1 AND claim_b = $2) OR (claim_a = $2 AND claim_b = $1))",
+    )
+    .bind(a)
+    .bind(b)
+    .fetch_one(s.pool())
+    .await
+    .unwrap()
+}
+
+#[tokio::test]
+async fn retrieval_returns_the_top_k_by_rank_with_ties_broken_by_id() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    // Three identical passages (equal rank), ingested in an order unlike their names.
+    let mut tied = Vec::new();
+    for doc in ["tie-c", "tie-a", "tie-b"] {
+        tied.push(
+            ingest(s, doc, "A zebra was seen near the river.")
+                .await
+                .chunk_ids[0],
+        );
+    }
+    let top = ingest(
+        s,
+        "top",
+        "Zebra and giraffe: a zebra drinks while a giraffe waits.",
+    )
+    .await
+    .chunk_ids[0];
+    ingest(s, "other", "Nothing relevant is said here at all.").await;
+
+    let found = s.retrieve_passages("zebra giraffe", 3).await.unwrap();
+    let ids: Vec<i64> = found.iter().map(|p| p.chunk_id).collect();
+    assert_eq!(ids, [top, tied[0], tied[1]], "{found:?}");
+    assert!(found[0].rank > found[1].rank, "{found:?}");
+    assert_eq!(found[1].rank, found[2].rank);
+    // Same question, same answer: retrieval is deterministic.
+    assert_eq!(
+        s.retrieve_passages("zebra giraffe", 3).await.unwrap(),
+        found
+    );
+    // All matches when k allows; nothing for a question without a matching word.
+    assert_eq!(s.retrieve_passages("zebra", 20).await.unwrap().len(), 4);
+    assert!(s.retrieve_passages("quasar", 8).await.unwrap().is_empty());
+    assert!(
+        s.retrieve_passages("the of and", 8)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // k outside 1..=20 is refused, not clamped.
+    assert!(s.retrieve_passages("zebra", 0).await.is_err());
+    assert!(s.retrieve_passages("zebra", 21).await.is_err());
+}
+
+#[tokio::test]
+async fn only_current_revisions_are_searched() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let old = ingest(s, "doc", "The old lighthouse stood on the harbour wall.").await;
+    let new = ingest(s, "doc", "A museum replaced the harbour wall in spring.").await;
+    assert_eq!(old.document_id, new.document_id);
+    assert_ne!(old.revision_id, new.revision_id);
+
+    assert!(
+        s.retrieve_passages("lighthouse", 8)
+            .await
+            .unwrap()
+            .is_empty(),
+        "a superseded revision was searched"
+    );
+    let found = s.retrieve_passages("harbour museum", 8).await.unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].revision_id, new.revision_id);
+    assert_eq!(found[0].chunk_id, new.chunk_ids[0]);
+}
+
+#[tokio::test]
+async fn a_source_text_is_the_document_bytes_at_its_offsets() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    // Two paragraphs (two chunks); the second is long enough to be narrowed to the
+    // sentences holding the question, and holds multi-byte characters before them.
+    let filler = "Über Zürich ziehen Wolken, nichts Wichtiges geschieht. ".repeat(40);
+    let text = format!(
+        "A first paragraph about something else entirely.\n\n{filler}The Curie laboratory opened in Paris in 1909. {filler}"
+    );
+    let up = ingest(s, "long", &text).await;
+    assert_eq!(up.chunk_ids.len(), 2);
+
+    let found = s
+        .retrieve_passages("Curie laboratory Paris", 8)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    let p = &found[0];
+    assert_eq!(p.document_id, up.document_id);
+    assert_eq!(p.title.as_deref(), Some("long"));
+    assert!(p.end - p.start <= relata_store::PASSAGE_MAX_BYTES, "{p:?}");
+    assert!(p.start > 50, "narrowed inside the second chunk: {p:?}");
+    assert!(
+        p.text
+            .contains("The Curie laboratory opened in Paris in 1909.")
+    );
+    assert_eq!(&text[p.start..p.end], p.text);
+    assert_eq!(
+        document_bytes(s, p.document_id, p.start, p.end).await,
+        p.text.as_bytes()
+    );
+}
+
+#[tokio::test]
+async fn claims_are_attached_only_when_their_quote_lies_inside_the_passage() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let (claim, _) = clean_claim(s, "d1").await;
+    s.promote_pending(&Policy::shipped(), 100, true)
+        .await
+        .unwrap();
+    let found = s.retrieve_passages("Beta office harbour", 8).await.unwrap();
+    assert_eq!(found.len(), 1);
+    let whole = found[0].clone();
+    let attached = s.attach_claims(std::slice::from_ref(&whole)).await.unwrap();
+    assert_eq!(attached[0].len(), 1);
+    let c = &attached[0][0];
+    assert_eq!(c.claim_id, claim);
+    assert_eq!(c.quote, "opened the office called d1");
+    let chunk_text = whole.text.clone();
+
+    // Passages cut at the quote's own offsets, and one byte inside them on either side.
+    let cut = |start: usize, end: usize| Passage {
+        text: chunk_text[start - whole.start..end - whole.start].to_owned(),
+        start,
+        end,
+        ..whole.clone()
+    };
+    let (qs, qe) = (c.quote_start, c.quote_end);
+    let passages = [
+        cut(qs, qe),
+        cut(qs + 1, qe),
+        cut(qs, qe - 1),
+        Passage {
+            revision_id: whole.revision_id + 1_000,
+            ..whole.clone()
+        },
+    ];
+    let attached = s.attach_claims(&passages).await.unwrap();
+    let ids: Vec<Vec<i64>> = attached
+        .iter()
+        .map(|cs| cs.iter().map(|c| c.claim_id).collect())
+        .collect();
+    assert_eq!(ids, [vec![claim], vec![], vec![], vec![]]);
+}
+
+#[tokio::test]
+async fn only_promoted_claims_are_attached() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let (clean, _) = clean_claim(s, "d1").await;
+    // A claim kept with a warning: the shipped policy holds it for review.
+    let (_, _, done) = extract_doc_judged_by(
+        &gate_without_support(),
+        s,
+        "w",
+        "Beta Inc was founded by Jane Roe in the harbour city of Bern.",
+        &one_claim(
+            "Beta Inc",
+            "Beta Inc was founded in 1990.",
+            "founded by Jane Roe",
+        ),
+    )
+    .await;
+    let warned = done.claim_ids[0];
+    let question = "Beta Inc harbour city";
+
+    // Before the policy runs nothing is promoted, so nothing is attached.
+    let found = s.retrieve_passages(question, 8).await.unwrap();
+    assert_eq!(found.len(), 2);
+    let attached = s.attach_claims(&found).await.unwrap();
+    assert!(attached.iter().all(Vec::is_empty), "{attached:?}");
+
+    s.promote_pending(&Policy::shipped(), 100, true)
+        .await
+        .unwrap();
+    let attached: Vec<i64> = s
+        .attach_claims(&found)
+        .await
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .map(|c| c.claim_id)
+        .collect();
+    assert_eq!(attached, [clean], "the pending claim {warned} was attached");
+
+    // Approved by a person: now it is attached too.
+    s.review_decide(
+        &[CandidateId {
+            kind: RowKind::Claim,
+            id: warned,
+        }],
+        Decision::Approve,
+        &ada(),
+        None,
+    )
+    .await
+    .unwrap();
+    let mut attached: Vec<i64> = s
+        .attach_claims(&found)
+        .await
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .map(|c| c.claim_id)
+        .collect();
+    attached.sort();
+    assert_eq!(attached, [clean, warned]);
+}
+
+#[tokio::test]
+async fn contradictions_are_of_the_current_classify_version_and_pending_ones_are_marked() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let v = classify_version();
+    let (a, _) = clean_claim(s, "d1").await;
+    let (b, origin_b) = clean_claim(s, "d2").await;
+    all_contradict(s, &origin_b, b, &v).await;
+    let (c, origin_c) = clean_claim(s, "d3").await;
+    all_contradict(s, &origin_c, c, &v).await;
+    let (ab, ac) = (
+        relation_between(s, a, b).await,
+        relation_between(s, a, c).await,
+    );
+    // Claims promoted by the shipped policy; `contradicts` relations wait for a person.
+    s.promote_pending(&Policy::shipped(), 100, true)
+        .await
+        .unwrap();
+    s.review_decide(&[relation(ab)], Decision::Approve, &ada(), None)
+        .await
+        .unwrap();
+    s.review_decide(
+        &[relation(ac)],
+        Decision::Reject,
+        &ada(),
+        Some("different offices"),
+    )
+    .await
+    .unwrap();
+
+    let found = s.retrieve_passages("Beta office harbour", 8).await.unwrap();
+    assert_eq!(found.len(), 3);
+    let source_of = |claim: i64| {
+        let doc = match claim {
+            x if x == a => "d1",
+            x if x == b => "d2",
+            _ => "d3",
+        };
+        found
+            .iter()
+            .position(|p| p.title.as_deref() == Some(doc))
+            .unwrap()
+    };
+    let listed = s.contradictions(&v.fingerprint(), &found).await.unwrap();
+    // The approved one unmarked, the pending one marked, the rejected one left out.
+    let got: Vec<(i64, i64, bool)> = listed
+        .iter()
+        .map(|x| {
+            (
+                x.claim_a.min(x.claim_b),
+                x.claim_a.max(x.claim_b),
+                x.pending_review,
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [(a.min(b), a.max(b), false), (b.min(c), b.max(c), true)]
+    );
+    for x in &listed {
+        assert_eq!(x.passage_a, source_of(x.claim_a));
+        assert_eq!(x.passage_b, source_of(x.claim_b));
+    }
+
+    // Another classify version's relations are not this version's contradictions.
+    let other = TaskVersion::new(&CLASSIFY_V1, "classify-p2", "test-model");
+    assert_ne!(other.fingerprint(), v.fingerprint());
+    assert!(
+        s.contradictions(&other.fingerprint(), &found)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // A contradiction needs both claims in the sources.
+    let only_d1: Vec<Passage> = found
+        .iter()
+        .filter(|p| p.title.as_deref() == Some("d1"))
+        .cloned()
+        .collect();
+    assert!(
+        s.contradictions(&v.fingerprint(), &only_d1)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}
