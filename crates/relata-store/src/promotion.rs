@@ -326,13 +326,14 @@ struct Unjudged {
 // Each query selects: id, call id (null when the call is not on record), provenance
 // complete (SQL `relata_provenance_complete`, one definition for every kind), task
 // version, warnings, entity type, relation, sources, revision ids, proposed at, candidate
-// sha256.
+// sha256 (the per-kind functions `relata_candidate_sha256` itself calls, over the row
+// already read).
 const UNJUDGED_ENTITIES: &str = "
     SELECT e.id, m.id, relata_provenance_complete(m),
            coalesce(j.task_version_fingerprint, ''),
            ARRAY(SELECT w.warning FROM warnings w WHERE w.entity_id = e.id ORDER BY w.id),
            e.entity_type, NULL::text, ARRAY[d.source], ARRAY[e.revision_id],
-           coalesce(m.finished_at, now()), relata_candidate_sha256('entity', e.id)
+           coalesce(m.finished_at, now()), relata_entity_sha256(e)
     FROM entities e
     JOIN documents d ON d.id = e.document_id
     LEFT JOIN model_calls m ON m.id = e.call_id
@@ -346,7 +347,7 @@ const UNJUDGED_CLAIMS: &str = "
            coalesce(j.task_version_fingerprint, ''),
            ARRAY(SELECT w.warning FROM warnings w WHERE w.claim_id = c.id ORDER BY w.id),
            NULL::text, NULL::text, ARRAY[d.source], ARRAY[c.revision_id],
-           c.created_at, relata_candidate_sha256('claim', c.id)
+           c.created_at, relata_claim_sha256(c)
     FROM claims c
     JOIN documents d ON d.id = c.document_id
     LEFT JOIN model_calls m ON m.id = c.call_id
@@ -362,7 +363,7 @@ const UNJUDGED_RELATIONS: &str = "
            NULL::text, x.relation,
            ARRAY(SELECT DISTINCT s FROM unnest(ARRAY[da.source, db.source]) s ORDER BY s),
            ARRAY[a.revision_id, b.revision_id],
-           coalesce(m.finished_at, now()), relata_candidate_sha256('relation', x.id)
+           coalesce(m.finished_at, now()), relata_relation_sha256(x)
     FROM claim_relations x
     JOIN claims a ON a.id = x.claim_a
     JOIN claims b ON b.id = x.claim_b

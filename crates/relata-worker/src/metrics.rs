@@ -107,7 +107,7 @@ impl JobMetrics {
         );
         registry.register(
             "relata_validation_check_enabled",
-            "1 when a validation check runs, 0 when it is switched off; severity as a label",
+            "1 when a validation check runs, 0 when it is switched off; one series per check, labelled with the severity it is configured at",
             m.check_enabled.clone(),
         );
         registry.register(
@@ -138,15 +138,15 @@ impl ChecksConfigured<'_> {
     pub fn emit(&self, m: &JobMetrics) {
         for check in Check::ALL {
             let s = self.0.setting(*check);
-            for severity in relata_core::Severity::ALL {
-                let v = i64::from(s.enabled && s.severity == *severity);
-                m.check_enabled
-                    .get_or_create(&CheckLabels {
-                        check: check.as_str(),
-                        severity: severity.as_str(),
-                    })
-                    .set(v);
-            }
+            // One series per check, labelled with the severity it is configured at. A 0
+            // for every severity it is *not* at would read as "disabled" to the alert
+            // (`== 0`), which would then fire for every running check.
+            m.check_enabled
+                .get_or_create(&CheckLabels {
+                    check: check.as_str(),
+                    severity: s.severity.as_str(),
+                })
+                .set(i64::from(s.enabled));
             if s.enabled {
                 tracing::info!(
                     check = check.as_str(),
@@ -423,6 +423,63 @@ mod tests {
     use super::*;
     use std::collections::BTreeMap;
     use std::time::{Duration, Instant};
+
+    /// The exported `relata_validation_check_enabled` samples: (check, severity, value).
+    fn check_enabled_samples(config: &GateConfig) -> Vec<(String, String, String)> {
+        let mut registry = Registry::default();
+        let m = JobMetrics::register(&mut registry);
+        ChecksConfigured(config).emit(&m);
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, &registry).unwrap();
+        text.lines()
+            .filter(|l| l.starts_with("relata_validation_check_enabled{"))
+            .map(|l| {
+                let label = |name: &str| {
+                    let start = l.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+                    l[start..start + l[start..].find('"').unwrap()].to_owned()
+                };
+                let value = l.rsplit(' ').next().unwrap().to_owned();
+                (label("check"), label("severity"), value)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_running_check_exports_no_zero_and_a_disabled_one_exports_one() {
+        // The alert RelataValidationCheckDisabled fires on any `== 0` sample.
+        let shipped = GateConfig::default();
+        let samples = check_enabled_samples(&shipped);
+        assert_eq!(samples.len(), Check::ALL.len(), "{samples:?}");
+        for (check, severity, value) in &samples {
+            let c = Check::ALL.iter().find(|c| c.as_str() == check).unwrap();
+            let s = shipped.setting(*c);
+            assert_eq!(severity, s.severity.as_str(), "{check}");
+            assert_eq!(value, if s.enabled { "1" } else { "0" }, "{check}");
+        }
+
+        let mut off = GateConfig::default();
+        let degenerate = off.setting(Check::Degenerate);
+        off.set(
+            Check::Degenerate,
+            relata_validate::CheckSetting {
+                enabled: false,
+                ..degenerate
+            },
+        )
+        .unwrap();
+        let zeros: Vec<_> = check_enabled_samples(&off)
+            .into_iter()
+            .filter(|(_, _, v)| v == "0")
+            .collect();
+        assert_eq!(
+            zeros,
+            vec![(
+                "degenerate".to_owned(),
+                degenerate.severity.as_str().to_owned(),
+                "0".to_owned()
+            )]
+        );
+    }
 
     #[test]
     fn the_tally_gives_what_happened_since_the_last_summary() {
