@@ -85,7 +85,19 @@ fn response(source: &str) -> String {
         let quote = words[start..start + 100].join("  ");
         // Most of the quote's words, so that the support check keeps it (and does its
         // whole work: every word looked up).
-        let statement = words[start + 3..start + 70].join(" ");
+        // Ending on a content word: a statement that ends on "and" or "of" is cut
+        // mid-phrase, and the gate rejects it.
+        let mut end = start + 70;
+        while matches!(
+            words[end - 1]
+                .trim_end_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+                .as_str(),
+            "the" | "a" | "and" | "its" | "to" | "of"
+        ) {
+            end -= 1;
+        }
+        let statement = words[start + 3..end].join(" ");
         claims.push(format!(
             r#"{{"statement":{},"quote":{},"subject":"Lisbon"}}"#,
             serde_json::to_string(&statement).unwrap(),
