@@ -4,26 +4,13 @@
 // Test helpers: a failed unwrap is a failed test, with its location.
 #![allow(clippy::unwrap_used)]
 
-use std::collections::BTreeMap;
-
-use relata_core::{
-    CLASSIFY_V1, CandidateId, Decision, Handle, JobId, Policy, Reviewer, Reviewers, RowKind,
-    TaskVersion,
-};
+use relata_core::{CLASSIFY_V1, CandidateId, Decision, JobId, Policy, RowKind, TaskVersion};
 use relata_store::{Passage, Store};
-use relata_validate::{ClassifyInput, GateConfig, judge_classify};
 
 use crate::common::{
-    TestDb, call, classify_version, committed, extract_doc, extract_doc_judged_by,
+    TestDb, ada, classify_version, commit_all_contradict, extract_doc, extract_doc_judged_by,
     gate_without_support, ingest, one_claim,
 };
-
-fn ada() -> Reviewer {
-    Reviewers::new(["Ada Lovelace"])
-        .unwrap()
-        .get("Ada Lovelace")
-        .unwrap()
-}
 
 fn relation(id: i64) -> CandidateId {
     CandidateId {
@@ -73,36 +60,7 @@ async fn all_contradict(s: &Store, origin: &JobId, new: i64, version: &TaskVersi
         .await
         .unwrap();
     for job in &jobs {
-        let pairs = job.input.pairs().unwrap().to_vec();
-        let claims = s.load_claims_for_pairs(&pairs).await.unwrap();
-        let mut handle_map = BTreeMap::new();
-        let mut handle_of = BTreeMap::new();
-        for (i, c) in claims.iter().enumerate() {
-            let h = Handle::nth(i as u32 + 1);
-            handle_map.insert(h, c.id);
-            handle_of.insert(c.id, h);
-        }
-        let input = ClassifyInput {
-            handles: handle_map.keys().copied().collect(),
-            pairs: pairs
-                .iter()
-                .map(|(x, y)| (handle_of[x], handle_of[y]))
-                .collect(),
-        };
-        let relations: Vec<_> = input
-            .pairs
-            .iter()
-            .map(|(x, y)| {
-                serde_json::json!({"a": x.to_string(), "b": y.to_string(), "relation": "contradicts"})
-            })
-            .collect();
-        let raw = serde_json::json!({ "relations": relations }).to_string();
-        let j = judge_classify(&GateConfig::default(), &input, raw.as_bytes());
-        committed(
-            s.commit_classify(&job.job_id, &call(version), &j, &handle_map)
-                .await
-                .unwrap(),
-        );
+        commit_all_contradict(s, job, version).await;
     }
 }
 

@@ -1,7 +1,8 @@
 use chrono::Utc;
 use relata_core::{CLASSIFY_V1, EXTRACT_V1, JobId, TaskVersion};
 use relata_store::{
-    ChunkRow, ChunkSpan, CommitOutcome, Committed, NewModelCall, Store, StoreOptions, UpsertOutcome,
+    ChunkRow, ChunkSpan, CommitOutcome, Committed, JobToPublish, NewModelCall, Store, StoreOptions,
+    UpsertOutcome,
 };
 use relata_testkit::harness::{Services, TestDatabase};
 use relata_validate::{GateConfig, judge_extract};
@@ -192,4 +193,46 @@ pub async fn judge(store: &Store) -> relata_store::PromoteSummary {
         .promote_pending(&relata_core::Policy::shipped(), 100, true)
         .await
         .expect("promote")
+}
+
+/// Commit a classify response for `job` that calls every pair it carries `contradicts`,
+/// under `version`.
+pub async fn commit_all_contradict(
+    s: &Store,
+    job: &JobToPublish,
+    version: &TaskVersion,
+) -> Committed {
+    let pairs = job.input.pairs().expect("a classify job").to_vec();
+    let claims = s
+        .load_claims_for_pairs(&pairs)
+        .await
+        .expect("the pairs' claims");
+    let mut handle_map = std::collections::BTreeMap::new();
+    let mut handle_of = std::collections::BTreeMap::new();
+    for (i, c) in claims.iter().enumerate() {
+        let h = relata_core::Handle::nth(i as u32 + 1);
+        handle_map.insert(h, c.id);
+        handle_of.insert(c.id, h);
+    }
+    let input = relata_validate::ClassifyInput {
+        handles: handle_map.keys().copied().collect(),
+        pairs: pairs
+            .iter()
+            .map(|(x, y)| (handle_of[x], handle_of[y]))
+            .collect(),
+    };
+    let relations: Vec<_> = input
+        .pairs
+        .iter()
+        .map(|(x, y)| {
+            serde_json::json!({"a": x.to_string(), "b": y.to_string(), "relation": "contradicts"})
+        })
+        .collect();
+    let raw = serde_json::json!({ "relations": relations }).to_string();
+    let j = relata_validate::judge_classify(&GateConfig::default(), &input, raw.as_bytes());
+    committed(
+        s.commit_classify(&job.job_id, &call(version), &j, &handle_map)
+            .await
+            .expect("the classify commit"),
+    )
 }

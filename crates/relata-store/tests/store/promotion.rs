@@ -4,20 +4,16 @@
 // Test helpers: a failed unwrap is a failed test, with its location.
 #![allow(clippy::unwrap_used)]
 
-use std::collections::BTreeMap;
-
 use futures::TryStreamExt;
 use relata_core::{
-    CandidateId, Decision, EvidenceDecision, Handle, Policy, PolicyDecision, PromotionState,
-    RowKind,
+    CandidateId, Decision, EvidenceDecision, Policy, PolicyDecision, PromotionState, RowKind,
 };
 use relata_store::{ErrorKind, ExportRecord, RefusalReason, ReviewFilter, Store, StoreError};
-use relata_validate::{ClassifyInput, GateConfig, judge_classify};
 use sqlx::Connection;
 
 use crate::common::{
-    TestDb, ada, call, classify_version, committed, extract_doc, extract_doc_judged_by,
-    gate_without_support, ingest, judge, one_claim,
+    TestDb, ada, call, classify_version, commit_all_contradict, committed, extract_doc,
+    extract_doc_judged_by, gate_without_support, ingest, judge, one_claim,
 };
 
 fn claim(id: i64) -> CandidateId {
@@ -72,35 +68,7 @@ async fn contradicts(s: &Store, a: i64, b: i64, origin: &relata_core::JobId) -> 
     let job = &jobs[0];
     let pairs = job.input.pairs().unwrap().to_vec();
     assert!(pairs.contains(&(a, b)), "{pairs:?}");
-    let claims = s.load_claims_for_pairs(&pairs).await.unwrap();
-    let mut handle_map = BTreeMap::new();
-    let mut handle_of = BTreeMap::new();
-    for (i, c) in claims.iter().enumerate() {
-        let h = Handle::nth(i as u32 + 1);
-        handle_map.insert(h, c.id);
-        handle_of.insert(c.id, h);
-    }
-    let input = ClassifyInput {
-        handles: handle_map.keys().copied().collect(),
-        pairs: pairs
-            .iter()
-            .map(|(x, y)| (handle_of[x], handle_of[y]))
-            .collect(),
-    };
-    let relations: Vec<_> = input
-        .pairs
-        .iter()
-        .map(|(x, y)| {
-            serde_json::json!({"a": x.to_string(), "b": y.to_string(), "relation": "contradicts"})
-        })
-        .collect();
-    let raw = serde_json::json!({ "relations": relations }).to_string();
-    let j = judge_classify(&GateConfig::default(), &input, raw.as_bytes());
-    let done = committed(
-        s.commit_classify(&job.job_id, &call(&v), &j, &handle_map)
-            .await
-            .unwrap(),
-    );
+    let done = commit_all_contradict(s, job, &v).await;
     assert_eq!(done.relation_ids.len(), 1, "{done:?}");
     done.relation_ids[0]
 }
