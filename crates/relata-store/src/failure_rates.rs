@@ -311,6 +311,20 @@ impl Store {
         Ok(out)
     }
 
+    /// The failure counts of every task in `[from, to)`, pooled: what `relata status`
+    /// shows for the last 24 hours.
+    pub(crate) async fn failure_counts(
+        &self,
+        from: DateTime<Utc>,
+        to: DateTime<Utc>,
+    ) -> Result<FailureCounts> {
+        let mut total = FailureCounts::default();
+        for (_, c) in self.counts_by_task(from, to).await? {
+            total.add(&c);
+        }
+        Ok(total)
+    }
+
     async fn counts_by_task(
         &self,
         from: DateTime<Utc>,

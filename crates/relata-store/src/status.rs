@@ -26,11 +26,14 @@ pub struct DeadLetterCount {
 /// The invalid-output rate over a window.
 ///
 /// * `responses`: model calls that returned a response (outcome accepted, partial,
-///   rejected or invalid_envelope — transport and provider errors are not responses);
+///   rejected or invalid_envelope — transport and provider errors are not responses),
+///   and answers whose model was asked;
 /// * `responses_with_rejection`: those with at least one rejection (partial, rejected,
-///   invalid_envelope);
-/// * `rejections`: `invalid_outputs` rows (one per rejected row or rejected response);
-/// * `accepted_rows`: entities, claims and relations committed;
+///   invalid_envelope; a `degraded` answer);
+/// * `rejections`: `invalid_outputs` rows (one per rejected row or rejected response)
+///   and the reasons of answers;
+/// * `accepted_rows`: entities, claims and relations committed, and one per answer that
+///   was not degraded;
 /// * `response_rate` = responses_with_rejection / responses — the number to watch: it is
 ///   what doubles when a model or prompt goes bad;
 /// * `row_rate` = rejections / (rejections + accepted_rows).
@@ -103,30 +106,22 @@ impl Store {
         )
         .fetch_one(&self.pool)
         .await?;
-        let r = sqlx::query(
-            "WITH calls AS (
-                 SELECT id, outcome FROM model_calls
-                 WHERE started_at > now() - interval '24 hours'
-                   AND outcome IN ('accepted', 'partial', 'rejected', 'invalid_envelope'))
-             SELECT
-                 (SELECT count(*) FROM calls),
-                 (SELECT count(*) FROM calls WHERE outcome <> 'accepted'),
-                 (SELECT count(*) FROM invalid_outputs WHERE call_id IN (SELECT id FROM calls)),
-                 (SELECT count(*) FROM entities WHERE call_id IN (SELECT id FROM calls))
-               + (SELECT count(*) FROM claims WHERE call_id IN (SELECT id FROM calls))
-               + (SELECT count(*) FROM claim_relations WHERE call_id IN (SELECT id FROM calls))",
-        )
-        .fetch_one(&self.pool)
-        .await?;
-        let (responses, with_rej, rejections, accepted): (i64, i64, i64, i64) =
-            (r.try_get(0)?, r.try_get(1)?, r.try_get(2)?, r.try_get(3)?);
+        // The same counts as `relata report` and the doubling check, answers included, so
+        // the three never disagree about what failed. The upper bound is a second ahead
+        // so a call recorded this instant is not missed.
+        let now = chrono::Utc::now();
+        let c = self
+            .failure_counts(
+                now - chrono::Duration::hours(24),
+                now + chrono::Duration::seconds(1),
+            )
+            .await?;
         let candidates = self.candidate_counts().await?;
         let review_pending = candidates
             .iter()
             .filter(|c| c.state == relata_core::PromotionState::Pending)
             .map(|c| c.count)
             .sum();
-        let ratio = |n: i64, d: i64| (d > 0).then(|| n as f64 / d as f64);
         Ok(Status {
             jobs,
             dead_letters,
@@ -135,12 +130,12 @@ impl Store {
             candidates,
             invalid_last_24h: InvalidRate {
                 window_hours: 24,
-                responses,
-                responses_with_rejection: with_rej,
-                rejections,
-                accepted_rows: accepted,
-                response_rate: ratio(with_rej, responses),
-                row_rate: ratio(rejections, rejections + accepted),
+                responses: c.responses,
+                responses_with_rejection: c.responses_with_rejection,
+                rejections: c.rejections,
+                accepted_rows: c.accepted_rows,
+                response_rate: c.response_rate(),
+                row_rate: c.row_rate(),
             },
         })
     }

@@ -1,6 +1,6 @@
 use futures::TryStreamExt;
-use relata_core::{CandidateId, Decision, PromotionState, RowKind};
-use relata_store::{ExportRecord, JobState, ReviewFilter};
+use relata_core::{AnswerStatus, CandidateId, Decision, PromotionState, Reason, RowKind};
+use relata_store::{ExportRecord, JobState, NewAnswer, ReviewFilter};
 use relata_validate::{GateConfig, judge_extract};
 
 use crate::common::{
@@ -68,6 +68,68 @@ async fn status_counts_jobs_dead_letters_and_the_invalid_rate() {
     assert_eq!(r.row_rate, Some(1.0 / 3.0));
     // Serialisable for `relata status --json`.
     serde_json::to_string(&st).unwrap();
+}
+
+fn answer_call(now: chrono::DateTime<chrono::Utc>) -> relata_store::AnswerCall<'static> {
+    relata_store::AnswerCall {
+        model: "m",
+        prompt_version: "answer-p1",
+        schema_id: "answer",
+        schema_version: 1,
+        schema_sha256: "x",
+        sent_schema_sha256: None,
+        started_at: now,
+        finished_at: now,
+        duration_ms: 0,
+        attempts: 1,
+        prompt_tokens: None,
+        completion_tokens: None,
+        excerpt: None,
+    }
+}
+
+#[tokio::test]
+async fn status_counts_a_degraded_answer_as_an_invalid_response() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let now = chrono::Utc::now();
+    let answer = |status, reasons: &'static [Reason], call| NewAnswer {
+        question: "Where did Alpha Corp open an office?",
+        k: 8,
+        status,
+        answer: (status != AnswerStatus::Degraded).then_some("Alpha Corp opened it in Bern."),
+        citations: &[],
+        sources: &[],
+        reasons,
+        caveats: serde_json::json!([]),
+        call,
+    };
+    s.record_answer(&answer(
+        AnswerStatus::Degraded,
+        &[Reason::NotJson],
+        Some(answer_call(now)),
+    ))
+    .await
+    .unwrap();
+    s.record_answer(&answer(AnswerStatus::Answered, &[], Some(answer_call(now))))
+        .await
+        .unwrap();
+    // Nothing retrieved, no model asked: not a response.
+    s.record_answer(&answer(AnswerStatus::Abstained, &[], None))
+        .await
+        .unwrap();
+
+    let r = s.status().await.unwrap().invalid_last_24h;
+    assert_eq!(
+        (
+            r.responses,
+            r.responses_with_rejection,
+            r.rejections,
+            r.accepted_rows
+        ),
+        (2, 1, 1, 1)
+    );
+    assert_eq!(r.response_rate, Some(0.5));
 }
 
 #[tokio::test]
