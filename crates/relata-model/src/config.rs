@@ -10,57 +10,19 @@ use crate::prompt::ExtractPrompt;
 
 use crate::redact::ApiKey;
 
-/// How structured output is asked for. Servers differ; local validation is mandatory
-/// whichever is used.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Dialect {
-    /// `response_format: {type: "json_schema", json_schema: {name, strict: true, schema}}`
-    /// (OpenAI, vLLM, Ollama, llama.cpp's own server).
-    #[default]
-    JsonSchema,
-    /// `response_format: {type: "json_object", schema}` (llama-cpp-python's server).
-    JsonObjectSchema,
-    /// No `response_format`; the prompt carries the schema.
-    None,
-}
-
-impl Dialect {
-    pub const ALL: &'static [Dialect] = &[
-        Dialect::JsonSchema,
-        Dialect::JsonObjectSchema,
-        Dialect::None,
-    ];
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Dialect::JsonSchema => "json_schema",
-            Dialect::JsonObjectSchema => "json_object_schema",
-            Dialect::None => "none",
-        }
-    }
-}
-
-impl std::fmt::Display for Dialect {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for Dialect {
-    type Err = ConfigError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Dialect::ALL
-            .iter()
-            .copied()
-            .find(|d| d.as_str() == s)
-            .ok_or_else(|| ConfigError::Invalid {
-                name: "RELATA_MODEL_DIALECT",
-                problem: format!(
-                    "{:?} is not a dialect; expected json_schema, json_object_schema or none",
-                    relata_core::text::head_chars(s, 40).0
-                ),
-            })
+relata_core::closed_enum! {
+    /// How structured output is asked for. Servers differ; local validation is mandatory
+    /// whichever is used.
+    #[derive(Default)]
+    pub enum Dialect: "dialect" {
+        /// `response_format: {type: "json_schema", json_schema: {name, strict: true, schema}}`
+        /// (OpenAI, vLLM, Ollama, llama.cpp's own server).
+        #[default]
+        JsonSchema = "json_schema",
+        /// `response_format: {type: "json_object", schema}` (llama-cpp-python's server).
+        JsonObjectSchema = "json_object_schema",
+        /// No `response_format`; the prompt carries the schema.
+        None = "none",
     }
 }
 
@@ -156,6 +118,21 @@ fn parse<T: relata_core::settings::SettingValue>(
     })
 }
 
+/// `value` as one of a closed enum's labels, or an error naming `name` and listing the
+/// labels.
+fn label<T: std::str::FromStr<Err = relata_core::UnknownLabel>>(
+    name: &'static str,
+    value: &str,
+) -> Result<T, ConfigError> {
+    value
+        .trim()
+        .parse()
+        .map_err(|e: relata_core::UnknownLabel| ConfigError::Invalid {
+            name,
+            problem: e.to_string(),
+        })
+}
+
 /// The base URL's shape: http(s), and not the completions route itself.
 fn check_url(url: &str) -> Result<(), ConfigError> {
     let invalid = |problem: &str| {
@@ -225,13 +202,10 @@ impl ModelConfig {
             self.model = v;
         }
         if let Some(v) = lookup("RELATA_MODEL_DIALECT") {
-            self.dialect = v.trim().parse()?;
+            self.dialect = label("RELATA_MODEL_DIALECT", &v)?;
         }
         if let Some(v) = lookup("RELATA_MODEL_EXTRACT_PROMPT") {
-            self.extract_prompt = v.trim().parse().map_err(|e| ConfigError::Invalid {
-                name: "RELATA_MODEL_EXTRACT_PROMPT",
-                problem: format!("{e}"),
-            })?;
+            self.extract_prompt = label("RELATA_MODEL_EXTRACT_PROMPT", &v)?;
         }
         if let Some(v) = lookup("RELATA_MODEL_API_KEY_FILE") {
             self.api_key_file = Some(PathBuf::from(v));
@@ -484,6 +458,18 @@ mod tests {
     }
 
     #[test]
+    fn dialects_keep_their_spellings() {
+        let names: Vec<&str> = Dialect::ALL.iter().map(|d| d.as_str()).collect();
+        assert_eq!(names, ["json_schema", "json_object_schema", "none"]);
+        assert_eq!(Dialect::default(), Dialect::JsonSchema);
+        for d in Dialect::ALL {
+            let json = serde_json::to_string(d).unwrap();
+            assert_eq!(json, format!("\"{d}\""));
+            assert_eq!(serde_json::from_str::<Dialect>(&json).unwrap(), *d);
+        }
+    }
+
+    #[test]
     fn problems_name_the_variable() {
         let e = ModelConfig::default().with_env(env(&[])).unwrap_err();
         assert_eq!(e.to_string(), "RELATA_MODEL_URL is required");
@@ -494,7 +480,11 @@ mod tests {
                 ("RELATA_MODEL_DIALECT", "json"),
             ]))
             .unwrap_err();
-        assert!(e.to_string().starts_with("RELATA_MODEL_DIALECT"), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "RELATA_MODEL_DIALECT: unknown dialect \"json\"; \
+             expected one of: json_schema, json_object_schema, none"
+        );
         let e = ModelConfig::default()
             .with_env(env(&[
                 ("RELATA_MODEL_URL", "http://x/v1"),
