@@ -10,7 +10,7 @@ use anyhow::{Result, bail};
 use futures::StreamExt;
 use relata_core::{JobId, JobMessage, PromotionState, Task, TaskVersion};
 use relata_queue::{Broker, OutgoingJob};
-use relata_store::{Store, StoreOptions};
+use relata_store::Store;
 
 use crate::responder::{Mode, Responder};
 use crate::world::{World, clock_ticks, percentile, wait_sampling};
@@ -203,7 +203,7 @@ pub async fn floor(
     broker.close().await;
 
     // PostgreSQL: same pool size as a worker's store.
-    let store = Store::connect_with(&world.db_url, &StoreOptions::default()).await?;
+    let store = Store::connect_with(&world.db_url, &world.store_options).await?;
     let store_s = store
         .floor_inserts(jobs, rows_per_job, usize::from(concurrency))
         .await?

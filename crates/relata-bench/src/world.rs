@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use relata_queue::{BrokerConfig, TopologyConfig};
-use relata_store::Store;
+use relata_store::{Store, StoreOptions};
 use relata_testkit::harness::{Harness, Services};
 
 /// The services a benchmark runs against: `RELATA_BENCH_ADMIN_URL` and
@@ -19,6 +19,24 @@ pub fn services() -> Services {
         amqp_url: std::env::var("RELATA_BENCH_AMQP_URL")
             .unwrap_or_else(|_| "amqp://guest:guest@127.0.0.1:5672/%2f".to_owned()),
     }
+}
+
+const MAX_CONNECTIONS: &str = "RELATA_DATABASE_MAX_CONNECTIONS";
+
+/// The pool settings of the bench's own connections from `RELATA_DATABASE_MAX_CONNECTIONS`
+/// as the `relata` processes of a world read it, so the floor's pool is the size of a
+/// worker's. A bad value stops the bench naming the key, as it would stop `relata`: a
+/// silent default would measure another pool than the one asked for.
+fn store_options_from(value: Option<&str>) -> Result<StoreOptions> {
+    let mut options = StoreOptions::default();
+    if let Some(v) = value.filter(|v| !v.trim().is_empty()) {
+        let n: u32 = relata_core::settings::parse(MAX_CONNECTIONS, v)?;
+        if !(1..=1000).contains(&n) {
+            bail!("{MAX_CONNECTIONS} must be between 1 and 1000, not {n}");
+        }
+        options.max_connections = n;
+    }
+    Ok(options)
 }
 
 /// The `relata` binary: `--relata`, else next to this executable.
@@ -47,6 +65,8 @@ pub struct World {
     pub relata: PathBuf,
     pub env: Vec<(String, String)>,
     pub store: Store,
+    /// The pool settings of `store`, for any other pool the bench opens.
+    pub store_options: StoreOptions,
     amqp_url: String,
     harness: Harness,
 }
@@ -55,6 +75,13 @@ impl World {
     /// A fresh database (migrated by `relata migrate`) and queue prefix; `model_url` is
     /// the model every worker of this world talks to.
     pub async fn new(relata: &Path, model_url: &str, env: &[(&str, &str)]) -> Result<World> {
+        // What the world's `relata` processes will see: this process's environment (they
+        // inherit it) unless the world overrides it. Read before anything is created.
+        let max_connections = match env.iter().rev().find(|(k, _)| *k == MAX_CONNECTIONS) {
+            Some((_, v)) => Some((*v).to_owned()),
+            None => std::env::var(MAX_CONNECTIONS).ok(),
+        };
+        let store_options = store_options_from(max_connections.as_deref())?;
         let services = services();
         let harness = Harness::new(
             &services,
@@ -80,11 +107,12 @@ impl World {
             relata: relata.to_owned(),
             env: vars.clone(),
             store,
+            store_options: store_options.clone(),
             amqp_url: services.amqp_url.clone(),
             harness,
         };
         // Connect before migrating so a failed migration still drops the database.
-        let world = world_without_store(Store::connect(&db_url).await?);
+        let world = world_without_store(Store::connect_with(&db_url, &store_options).await?);
         let out = world.command(&["migrate"]).output()?;
         if !out.status.success() {
             bail!("migrate: {}", String::from_utf8_lossy(&out.stderr));
@@ -319,4 +347,27 @@ pub fn free_port() -> Result<u16> {
     Ok(std::net::TcpListener::bind("127.0.0.1:0")?
         .local_addr()?
         .port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pool_size_is_the_setting_and_a_bad_one_names_the_key() {
+        let default = StoreOptions::default().max_connections;
+        assert_eq!(store_options_from(None).unwrap().max_connections, default);
+        assert_eq!(
+            store_options_from(Some(" ")).unwrap().max_connections,
+            default
+        );
+        assert_eq!(store_options_from(Some("32")).unwrap().max_connections, 32);
+        for bad in ["ten", "0", "1001", "-1"] {
+            let e = store_options_from(Some(bad)).unwrap_err().to_string();
+            assert!(
+                e.starts_with("RELATA_DATABASE_MAX_CONNECTIONS"),
+                "{bad}: {e}"
+            );
+        }
+    }
 }
