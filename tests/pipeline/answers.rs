@@ -4,8 +4,9 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-use relata_core::Task;
+use relata_core::{AnswerCheck, Task};
 use relata_testkit::{Behaviour, FakeOptions};
+use relata_validate::AnswerConfig;
 use serde_json::Value;
 
 use crate::common::{CURIE_A, CURIE_B, Env, corpus_path, free_port, route, sample};
@@ -657,4 +658,43 @@ async fn real_model_answers_are_one_of_three_outcomes_and_citations_resolve() {
         ms.unwrap_or(-1),
         caveat_reasons(&body)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_exports_the_answer_checks_for_the_disabled_check_alert() {
+    let mut env = Env::new(options(), vec![]).await;
+    let config = env.dir.join("relata.toml");
+    std::fs::write(
+        &config,
+        "[answer_checks.degenerate]\nenabled = false\nseverity = \"reject\"\n",
+    )
+    .unwrap();
+    env.set("RELATA_CONFIG", corpus_path(&config));
+    let server = Server::start(&env).await;
+    let (status, metrics) = server.request("GET", "/metrics", None).await.unwrap();
+    assert_eq!(status, 200);
+    let series: Vec<&str> = metrics
+        .lines()
+        .filter(|l| l.starts_with("relata_validation_check_enabled{"))
+        .collect();
+    // One series per check: a 0 for a severity a check is not at would fire the alert.
+    assert_eq!(series.len(), AnswerCheck::ALL.len(), "{metrics}");
+    let shipped = AnswerConfig::default();
+    for check in AnswerCheck::ALL {
+        let labels = [
+            ("check", check.as_str()),
+            ("severity", shipped.setting(*check).severity.as_str()),
+        ];
+        let want = if *check == AnswerCheck::Degenerate {
+            0.0
+        } else {
+            1.0
+        };
+        assert_eq!(
+            sample(&metrics, "relata_validation_check_enabled", &labels),
+            want,
+            "{check}: {metrics}"
+        );
+    }
+    assert_eq!(server.terminate(), Some(0));
 }

@@ -41,4 +41,4 @@ pub use answer::{
     Answer, Answerer, AskError, Caveat, ContradictionOut, MAX_QUESTION_BYTES, NO_SOURCES, Source,
     SourceClaim, check_request,
 };
-pub use metrics::AnswerMetrics;
+pub use metrics::{AnswerChecksConfigured, AnswerMetrics};

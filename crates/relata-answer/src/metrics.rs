@@ -1,21 +1,26 @@
-//! The answer path's own metric and the event that moves it. Rejections of model output
+//! The answer path's own metrics and the events that move them. Rejections of model output
 //! are counted by the model adapter's `relata_model_invalid_output_total{task="answer"}`,
-//! like every other task's.
+//! like every other task's; the answer gate's checks are exported as the workers' are, in
+//! `relata_validation_check_enabled`.
 
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use relata_core::{AnswerStatus, Reason};
+use relata_ops::{CheckConfigured, CheckEnabledMetric};
+use relata_validate::AnswerConfig;
 
 type Labels1 = [(&'static str, &'static str); 1];
 
-/// `relata_answers_total{status}` and `relata_answer_duration_seconds{status}`. Cheap to
-/// clone (the families are shared).
+/// `relata_answers_total{status}`, `relata_answer_duration_seconds{status}` and
+/// `relata_validation_check_enabled{check, severity}`. Cheap to clone (the families are
+/// shared).
 #[derive(Debug, Clone)]
 pub struct AnswerMetrics {
     answers: Family<Labels1, Counter>,
     duration: Family<Labels1, Histogram>,
+    check_enabled: CheckEnabledMetric,
 }
 
 fn duration_histogram() -> Histogram {
@@ -29,6 +34,7 @@ impl Default for AnswerMetrics {
         AnswerMetrics {
             answers: Family::default(),
             duration: Family::new_with_constructor(duration_histogram),
+            check_enabled: CheckEnabledMetric::default(),
         }
     }
 }
@@ -36,7 +42,7 @@ impl Default for AnswerMetrics {
 impl AnswerMetrics {
     /// Create the metric and register it.
     pub fn register(registry: &mut Registry) -> AnswerMetrics {
-        let m = AnswerMetrics::default();
+        let mut m = AnswerMetrics::default();
         registry.register(
             "relata_answers",
             "Questions answered, by outcome (answered, abstained, degraded)",
@@ -47,7 +53,26 @@ impl AnswerMetrics {
             "Time to answer one question (retrieval, the model with its retries, validation, the record), by outcome",
             m.duration.clone(),
         );
+        m.check_enabled = CheckEnabledMetric::register(registry);
         m
+    }
+}
+
+/// The answer gate's settings at start-up: logged once and exported, like the workers'
+/// gate, so that the alert on a disabled check covers the answer checks too.
+#[derive(Debug)]
+pub struct AnswerChecksConfigured<'a>(pub &'a AnswerConfig);
+
+impl AnswerChecksConfigured<'_> {
+    pub fn emit(&self, m: &AnswerMetrics) {
+        for (check, s) in self.0.iter() {
+            CheckConfigured {
+                check: check.as_str(),
+                severity: s.severity.as_str(),
+                enabled: s.enabled,
+            }
+            .emit(&m.check_enabled);
+        }
     }
 }
 

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use prometheus_client::registry::Registry;
-use relata_answer::{Answer, AnswerMetrics, Answerer, AskError};
+use relata_answer::{Answer, AnswerChecksConfigured, AnswerMetrics, Answerer, AskError};
 use relata_core::{AnswerStatus, Task};
 use relata_model::{ModelClient, ModelMetrics};
 
@@ -50,14 +50,7 @@ async fn answerer(config: &Config, registry: &mut Registry) -> Result<Answerer> 
     let metrics = AnswerMetrics::register(registry);
     let client = ModelClient::new(model_config, model_metrics).context("model client")?;
     let store = crate::pipeline::store(config).await?;
-    for (check, setting) in gate.iter() {
-        tracing::debug!(
-            check = check.as_str(),
-            enabled = setting.enabled,
-            severity = setting.severity.as_str(),
-            "answer check"
-        );
-    }
+    AnswerChecksConfigured(&gate).emit(&metrics);
     Ok(Answerer::new(
         store,
         client,

@@ -9,7 +9,8 @@
 //!   server's own [`ReadyCheck`].
 //!
 //! It knows nothing of relata's stores, broker or model: a server says what readiness
-//! means, this crate only answers for it.
+//! means, this crate only answers for it. It also holds the one metric every server with a
+//! gate exports the same way, `relata_validation_check_enabled` ([`CheckConfigured`]).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -20,6 +21,10 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use prometheus_client::registry::Registry;
+
+mod checks;
+
+pub use checks::{CheckConfigured, CheckEnabledMetric};
 
 /// The content type of `/metrics`.
 pub const OPENMETRICS_CONTENT_TYPE: &str =

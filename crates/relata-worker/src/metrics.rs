@@ -11,6 +11,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 use relata_core::{Check, DeadReason, RowKind, Task};
+use relata_ops::{CheckConfigured, CheckEnabledMetric};
 use relata_validate::GateConfig;
 
 use crate::JobOutcome;
@@ -38,12 +39,6 @@ struct TaskKindLabels {
     kind: &'static str,
 }
 
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-struct CheckLabels {
-    check: &'static str,
-    severity: &'static str,
-}
-
 /// The worker's own metric families (the model adapter registers its own).
 #[derive(Clone, Debug)]
 pub struct JobMetrics {
@@ -52,7 +47,7 @@ pub struct JobMetrics {
     retries: Family<TaskLabels, Counter>,
     dead_lettered: Family<TaskReasonLabels, Counter>,
     rows_committed: Family<TaskKindLabels, Counter>,
-    check_enabled: Family<CheckLabels, Gauge>,
+    check_enabled: CheckEnabledMetric,
     paused: Family<TaskLabels, Gauge>,
 }
 
@@ -71,7 +66,7 @@ impl Default for JobMetrics {
             retries: Family::default(),
             dead_lettered: Family::default(),
             rows_committed: Family::default(),
-            check_enabled: Family::default(),
+            check_enabled: CheckEnabledMetric::default(),
             paused: Family::default(),
         }
     }
@@ -79,7 +74,7 @@ impl Default for JobMetrics {
 
 impl JobMetrics {
     pub fn register(registry: &mut Registry) -> JobMetrics {
-        let m = JobMetrics::default();
+        let mut m = JobMetrics::default();
         registry.register(
             "relata_jobs",
             "Jobs finished, by task and outcome",
@@ -105,11 +100,7 @@ impl JobMetrics {
             "Model-proposed rows committed to the store, by task and row kind",
             m.rows_committed.clone(),
         );
-        registry.register(
-            "relata_validation_check_enabled",
-            "1 when a validation check runs, 0 when it is switched off; one series per check, labelled with the severity it is configured at",
-            m.check_enabled.clone(),
-        );
+        m.check_enabled = CheckEnabledMetric::register(registry);
         registry.register(
             "relata_worker_consumption_paused",
             "1 while the worker has stopped consuming because the model provider refuses the deployment (key, model, endpoint); jobs stay queued",
@@ -138,24 +129,12 @@ impl ChecksConfigured<'_> {
     pub fn emit(&self, m: &JobMetrics) {
         for check in Check::ALL {
             let s = self.0.setting(*check);
-            // One series per check, labelled with the severity it is configured at. A 0
-            // for every severity it is *not* at would read as "disabled" to the alert
-            // (`== 0`), which would then fire for every running check.
-            m.check_enabled
-                .get_or_create(&CheckLabels {
-                    check: check.as_str(),
-                    severity: s.severity.as_str(),
-                })
-                .set(i64::from(s.enabled));
-            if s.enabled {
-                tracing::info!(
-                    check = check.as_str(),
-                    severity = s.severity.as_str(),
-                    "validation check enabled"
-                );
-            } else {
-                tracing::warn!(check = check.as_str(), "validation check DISABLED");
+            CheckConfigured {
+                check: check.as_str(),
+                severity: s.severity.as_str(),
+                enabled: s.enabled,
             }
+            .emit(&m.check_enabled);
         }
     }
 }
