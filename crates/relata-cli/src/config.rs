@@ -327,14 +327,18 @@ fn generic_toml_message(m: &str) -> String {
     .replace("expected a table for CheckSetting", "expected a table")
 }
 
-fn env(name: &str) -> Option<String> {
-    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+/// Where `RELATA_*` values come from: the process environment, or (in tests) a fixed set,
+/// so that a test of the file alone does not depend on what its runner exported.
+type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+fn env(lookup: Lookup, name: &str) -> Option<String> {
+    lookup(name).filter(|v| !v.trim().is_empty())
 }
 
 /// Set `slot` from the environment variable `name` when it is set: typed, or an error
 /// naming the variable.
-fn env_value<T: SettingValue>(name: &str, slot: &mut T) -> Result<()> {
-    if let Some(v) = env(name) {
+fn env_value<T: SettingValue>(lookup: Lookup, name: &str, slot: &mut T) -> Result<()> {
+    if let Some(v) = env(lookup, name) {
         *slot = relata_core::settings::parse(name, &v)?;
     }
     Ok(())
@@ -342,11 +346,12 @@ fn env_value<T: SettingValue>(name: &str, slot: &mut T) -> Result<()> {
 
 /// Set `slot` from `name` with a parser of the value's own (a URL, an enum).
 fn env_with<T>(
+    lookup: Lookup,
     name: &str,
     slot: &mut T,
     parse: impl FnOnce(&str) -> std::result::Result<T, String>,
 ) -> Result<()> {
-    if let Some(v) = env(name) {
+    if let Some(v) = env(lookup, name) {
         *slot =
             parse(&v).map_err(|problem| relata_core::settings::SettingError::new(name, problem))?;
     }
@@ -356,6 +361,11 @@ fn env_with<T>(
 impl Config {
     /// The file (if given), then the environment.
     pub fn load(file: Option<&Path>) -> Result<Config> {
+        Config::load_with(file, &|k| std::env::var(k).ok())
+    }
+
+    /// The file (if given), then the `RELATA_*` values `lookup` gives.
+    pub fn load_with(file: Option<&Path>, lookup: Lookup) -> Result<Config> {
         let mut config = match file {
             Some(path) => {
                 let text = std::fs::read_to_string(path)
@@ -371,16 +381,22 @@ impl Config {
             None => Config::default(),
         };
         env_with(
+            lookup,
             "RELATA_DATABASE_URL",
             &mut config.database_url,
             DatabaseUrl::parse,
         )?;
-        env_with("RELATA_AMQP_URL", &mut config.amqp_url, AmqpUrl::parse)?;
-        env_value("RELATA_METRICS_ADDR", &mut config.metrics_addr)?;
-        if let Some(v) = env("RELATA_QUEUE_PREFIX") {
+        env_with(
+            lookup,
+            "RELATA_AMQP_URL",
+            &mut config.amqp_url,
+            AmqpUrl::parse,
+        )?;
+        env_value(lookup, "RELATA_METRICS_ADDR", &mut config.metrics_addr)?;
+        if let Some(v) = env(lookup, "RELATA_QUEUE_PREFIX") {
             config.queue.prefix = v;
         }
-        if let Some(v) = env("RELATA_RETRY_DELAYS_MS") {
+        if let Some(v) = env(lookup, "RELATA_RETRY_DELAYS_MS") {
             config.queue.retry_delays_ms = v
                 .split(',')
                 .map(|s| {
@@ -389,60 +405,93 @@ impl Config {
                 })
                 .collect::<Result<_, _>>()?;
         }
-        env_value("RELATA_DELIVERY_LIMIT", &mut config.queue.delivery_limit)?;
         env_value(
+            lookup,
+            "RELATA_DELIVERY_LIMIT",
+            &mut config.queue.delivery_limit,
+        )?;
+        env_value(
+            lookup,
             "RELATA_DATABASE_MAX_CONNECTIONS",
             &mut config.database_max_connections,
         )?;
-        env_value("RELATA_WORKER_CONCURRENCY", &mut config.worker.concurrency)?;
         env_value(
+            lookup,
+            "RELATA_WORKER_CONCURRENCY",
+            &mut config.worker.concurrency,
+        )?;
+        env_value(
+            lookup,
             "RELATA_WORKER_SHUTDOWN_DEADLINE_MS",
             &mut config.worker.shutdown_deadline_ms,
         )?;
-        env_value("RELATA_CANDIDATE_K", &mut config.worker.candidate_k)?;
-        env_value("RELATA_CLASSIFY_BATCH", &mut config.worker.classify_batch)?;
+        env_value(lookup, "RELATA_CANDIDATE_K", &mut config.worker.candidate_k)?;
         env_value(
+            lookup,
+            "RELATA_CLASSIFY_BATCH",
+            &mut config.worker.classify_batch,
+        )?;
+        env_value(
+            lookup,
             "RELATA_COMMIT_RETRY_MAX_MS",
             &mut config.worker.commit_retry_max_ms,
         )?;
         env_with(
+            lookup,
             "RELATA_WORKER_ON_PROVIDER_REFUSAL",
             &mut config.worker.on_provider_refusal,
             |v| v.trim().parse().map_err(|e| format!("{e}")),
         )?;
         env_value(
+            lookup,
             "RELATA_WORKER_PROVIDER_RETRY_MIN_MS",
             &mut config.worker.provider_retry_min_ms,
         )?;
         env_value(
+            lookup,
             "RELATA_WORKER_PROVIDER_RETRY_MAX_MS",
             &mut config.worker.provider_retry_max_ms,
         )?;
         env_value(
+            lookup,
             "RELATA_WORKER_SUMMARY_INTERVAL_MS",
             &mut config.worker.summary_interval_ms,
         )?;
-        env_value("RELATA_MAX_CHUNK_BYTES", &mut config.ingest.max_chunk_bytes)?;
-        env_value("RELATA_SUPPORT_MIN_SHARE", &mut config.support.min_share)?;
-        if let Some(v) = env("RELATA_REVIEWERS") {
+        env_value(
+            lookup,
+            "RELATA_MAX_CHUNK_BYTES",
+            &mut config.ingest.max_chunk_bytes,
+        )?;
+        env_value(
+            lookup,
+            "RELATA_SUPPORT_MIN_SHARE",
+            &mut config.support.min_share,
+        )?;
+        if let Some(v) = env(lookup, "RELATA_REVIEWERS") {
             config.review.reviewers = v.split(',').map(|n| n.trim().to_owned()).collect();
         }
         env_value(
+            lookup,
             "RELATA_REVIEW_STALE_AFTER_HOURS",
             &mut config.review.stale_after_hours,
         )?;
         env_value(
+            lookup,
             "RELATA_PROMOTE_INTERVAL_MS",
             &mut config.review.promote_interval_ms,
         )?;
-        env_value("RELATA_PROMOTE_BATCH", &mut config.review.promote_batch)?;
-        env_value("RELATA_PROMOTER", &mut config.review.promoter)?;
+        env_value(
+            lookup,
+            "RELATA_PROMOTE_BATCH",
+            &mut config.review.promote_batch,
+        )?;
+        env_value(lookup, "RELATA_PROMOTER", &mut config.review.promoter)?;
         // The model's settings are typed here too, so a bad one stops every command, not
         // only those that call the model; whether the required ones are there (URL, name,
         // key) is asked by the commands that need them (`Config::model`).
         config.model = config
             .model
-            .apply_env(|k| std::env::var(k).ok())
+            .apply_env(lookup)
             .context("model configuration")?;
         config.check_bounds()?;
         // The queue names and tiers as the broker crate will build them, so a bad prefix
@@ -675,7 +724,10 @@ mod tests {
     #[test]
     fn an_unknown_key_is_refused_by_name() {
         let path = file("databse_url = \"postgres://x\"\n");
-        let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
+        let err = format!(
+            "{:#}",
+            Config::load_with(Some(&path), &|_| None).unwrap_err()
+        );
         std::fs::remove_file(&path).unwrap();
         assert!(err.contains("databse_url"), "{err}");
     }
@@ -683,7 +735,7 @@ mod tests {
     #[test]
     fn check_settings_are_read_and_structural_checks_refuse_to_be_switched_off() {
         let path = file("[checks.degenerate]\nenabled = true\nseverity = \"warn\"\n");
-        let config = Config::load(Some(&path)).unwrap();
+        let config = Config::load_with(Some(&path), &|_| None).unwrap();
         std::fs::remove_file(&path).unwrap();
         let gate = config.gate().unwrap();
         assert_eq!(
@@ -692,7 +744,7 @@ mod tests {
         );
 
         let path = file("[checks.quote_found]\nenabled = false\nseverity = \"reject\"\n\n");
-        let config = Config::load(Some(&path)).unwrap();
+        let config = Config::load_with(Some(&path), &|_| None).unwrap();
         std::fs::remove_file(&path).unwrap();
         let err = config.gate().unwrap_err().to_string();
         assert!(
@@ -704,7 +756,7 @@ mod tests {
     #[test]
     fn the_support_share_is_read_and_bounded() {
         let path = file("[support]\nmin_share = 0.5\n");
-        let config = Config::load(Some(&path)).unwrap();
+        let config = Config::load_with(Some(&path), &|_| None).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert_eq!(config.gate().unwrap().support().min_share, 0.5);
         for bad in [0.0, 1.5, -1.0, f64::NAN] {
@@ -725,14 +777,20 @@ mod tests {
             "worker = \"SENTINEL\"\n",
         ] {
             let path = file(text);
-            let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
+            let err = format!(
+                "{:#}",
+                Config::load_with(Some(&path), &|_| None).unwrap_err()
+            );
             std::fs::remove_file(&path).unwrap();
             assert!(!err.contains("SENTINEL"), "{err}");
             assert!(err.contains("line "), "{err}");
             assert!(!err.contains("struct"), "{err}");
         }
         let path = file("[worker]\nconcurrency = \"SENTINEL\"\n");
-        let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
+        let err = format!(
+            "{:#}",
+            Config::load_with(Some(&path), &|_| None).unwrap_err()
+        );
         std::fs::remove_file(&path).unwrap();
         assert!(err.contains("line 2, key concurrency"), "{err}");
     }
@@ -749,7 +807,10 @@ mod tests {
             ),
         ] {
             let path = file(text);
-            let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
+            let err = format!(
+                "{:#}",
+                Config::load_with(Some(&path), &|_| None).unwrap_err()
+            );
             std::fs::remove_file(&path).unwrap();
             assert!(err.contains(name) && err.contains("between"), "{err}");
         }
@@ -760,7 +821,7 @@ mod tests {
         let path = file(
             "[policy]\nrules = [\n  { name = \"forum\", source = \"forum\", decision = \"deny\" },\n  { name = \"rest\", decision = \"allow\" },\n]\n",
         );
-        let config = Config::load(Some(&path)).unwrap();
+        let config = Config::load_with(Some(&path), &|_| None).unwrap();
         std::fs::remove_file(&path).unwrap();
         let policy = config.policy().unwrap();
         assert_eq!(policy.rules().len(), 2);
@@ -796,7 +857,10 @@ mod tests {
             ),
         ] {
             let path = file(text);
-            let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
+            let err = format!(
+                "{:#}",
+                Config::load_with(Some(&path), &|_| None).unwrap_err()
+            );
             std::fs::remove_file(&path).unwrap();
             assert!(err.contains(needle), "{text}: {err}");
         }
@@ -806,11 +870,14 @@ mod tests {
     fn the_promoter_is_on_unless_switched_off_and_the_switch_is_a_boolean() {
         assert!(Config::default().review.promoter);
         let path = file("[review]\npromoter = false\n");
-        let config = Config::load(Some(&path)).unwrap();
+        let config = Config::load_with(Some(&path), &|_| None).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert!(!config.review.promoter);
         let path = file("[review]\npromoter = \"off\"\n");
-        let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
+        let err = format!(
+            "{:#}",
+            Config::load_with(Some(&path), &|_| None).unwrap_err()
+        );
         std::fs::remove_file(&path).unwrap();
         assert!(err.contains("key promoter"), "{err}");
     }
@@ -818,7 +885,7 @@ mod tests {
     #[test]
     fn reviewers_are_read_and_a_blank_or_repeated_name_is_refused() {
         let path = file("[review]\nreviewers = [\"Ada Lovelace\", \"Grace Hopper\"]\n");
-        let config = Config::load(Some(&path)).unwrap();
+        let config = Config::load_with(Some(&path), &|_| None).unwrap();
         std::fs::remove_file(&path).unwrap();
         let r = config.reviewers().unwrap();
         assert!(r.get("Ada Lovelace").is_ok());
@@ -828,7 +895,10 @@ mod tests {
             "[review]\nreviewers = [\"Ada\", \"Ada\"]\n",
         ] {
             let path = file(text);
-            let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
+            let err = format!(
+                "{:#}",
+                Config::load_with(Some(&path), &|_| None).unwrap_err()
+            );
             std::fs::remove_file(&path).unwrap();
             assert!(err.contains("reviewers"), "{err}");
         }
@@ -884,7 +954,10 @@ mod tests {
             ),
         ] {
             let path = file(text);
-            let err = format!("{:#}", Config::load(Some(&path)).unwrap_err());
+            let err = format!(
+                "{:#}",
+                Config::load_with(Some(&path), &|_| None).unwrap_err()
+            );
             std::fs::remove_file(&path).unwrap();
             assert!(err.contains(key) && err.contains(says), "{text}: {err}");
             assert!(!err.contains("SENTINEL"), "{err}");
@@ -896,7 +969,7 @@ mod tests {
         let path = file(
             "metrics_addr = \"0.0.0.0:9999\"\n[worker]\nsummary_interval_ms = 1500\n[review]\nstale_after_hours = 2\n",
         );
-        let config = Config::load(Some(&path)).unwrap();
+        let config = Config::load_with(Some(&path), &|_| None).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert_eq!(config.metrics_addr.port(), 9999);
         let w = config.worker(Task::Extract).unwrap();
