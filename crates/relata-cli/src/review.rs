@@ -334,8 +334,12 @@ pub async fn promote(config: &Config, json: bool) -> Result<u8> {
     let store = store(config).await?;
     let batch = i64::from(config.review.promote_batch);
     let mut total = relata_store::PromoteSummary::default();
+    let mut cursor = relata_store::PromoteCursor::START;
     loop {
-        let s = store.promote_pending(&policy, batch, true).await?;
+        let s = store
+            .promote_pending_after(&policy, batch, true, cursor)
+            .await?;
+        cursor = s.reached;
         if s.total() == 0 {
             break;
         }

@@ -79,8 +79,8 @@ pub use lock::{LockHolder, RunLock, lock_key};
 pub use normalize::normalize_name;
 pub use promotion::{
     CandidateCount, CandidateDetail, Decided, DocumentHeading, EvidenceRecord, PendingSummary,
-    PromoteSummary, Refusal, RefusalReason, ReviewCandidate, ReviewFilter, VerifyProblem,
-    VerifyReport,
+    PromoteCursor, PromoteSummary, Refusal, RefusalReason, ReviewCandidate, ReviewFilter,
+    VerifyProblem, VerifyReport,
 };
 /// Dead-letter reasons are relata-core's closed set (also the queue's header and label).
 pub use relata_core::DeadReason;

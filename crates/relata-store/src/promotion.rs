@@ -105,6 +105,55 @@ pub struct PromoteSummary {
     pub decided: Vec<(RowKind, PolicyDecision, u64)>,
     /// Another promoter held the evidence log; nothing was done (try again later).
     pub busy: bool,
+    /// Where the next batch of the same pass goes on from.
+    #[serde(skip)]
+    pub reached: PromoteCursor,
+}
+
+/// How far a promotion pass has read, per candidate kind: the highest id it has read,
+/// every row up to which was judged (by it or before it) when it was read.
+/// Ids are the candidate tables' own (`entities.id`, `claims.id`, `claim_relations.id`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PromoteCursor {
+    entity: i64,
+    claim: i64,
+    relation: i64,
+}
+
+impl PromoteCursor {
+    /// Before every candidate: a pass from here reads the whole store.
+    pub const START: PromoteCursor = PromoteCursor {
+        entity: 0,
+        claim: 0,
+        relation: 0,
+    };
+
+    pub fn get(&self, kind: RowKind) -> i64 {
+        match kind {
+            RowKind::Entity => self.entity,
+            RowKind::Claim => self.claim,
+            RowKind::Relation => self.relation,
+        }
+    }
+
+    /// This cursor with `kind`'s position set to `id`.
+    pub fn with(mut self, kind: RowKind, id: i64) -> PromoteCursor {
+        *self.slot(kind) = id;
+        self
+    }
+
+    fn slot(&mut self, kind: RowKind) -> &mut i64 {
+        match kind {
+            RowKind::Entity => &mut self.entity,
+            RowKind::Claim => &mut self.claim,
+            RowKind::Relation => &mut self.relation,
+        }
+    }
+
+    fn advance(&mut self, kind: RowKind, id: i64) {
+        let at = self.slot(kind);
+        *at = (*at).max(id);
+    }
 }
 
 impl PromoteSummary {
@@ -328,6 +377,13 @@ struct Unjudged {
 // version, warnings, entity type, relation, sources, revision ids, proposed at, candidate
 // sha256 (the per-kind functions `relata_candidate_sha256` itself calls, over the row
 // already read).
+//
+// Which rows are not yet judged is found by `unjudged_ids`, not by an anti join here:
+// with statistics taken while `promotions` was nearly empty (it grows by thousands of
+// rows a second under load, faster than autovacuum analyses it) the planner turned
+// `NOT EXISTS` into a join that compared each candidate against every promotion of its
+// kind (a 10 s read for 500 rows), and a correlated subquery instead made it probe every
+// row above the cursor before sorting. Three plain index look-ups cannot go that way.
 const UNJUDGED_ENTITIES: &str = "
     SELECT e.id, m.id, relata_provenance_complete(m),
            coalesce(j.task_version_fingerprint, ''),
@@ -338,9 +394,8 @@ const UNJUDGED_ENTITIES: &str = "
     JOIN documents d ON d.id = e.document_id
     LEFT JOIN model_calls m ON m.id = e.call_id
     LEFT JOIN jobs j ON j.job_id = e.job_id
-    WHERE NOT EXISTS (SELECT 1 FROM promotions p
-                      WHERE p.candidate_kind = 'entity' AND p.candidate_id = e.id)
-    ORDER BY e.id LIMIT $1";
+    WHERE e.id = ANY($1)
+    ORDER BY e.id";
 
 const UNJUDGED_CLAIMS: &str = "
     SELECT c.id, m.id, relata_provenance_complete(m),
@@ -352,9 +407,8 @@ const UNJUDGED_CLAIMS: &str = "
     JOIN documents d ON d.id = c.document_id
     LEFT JOIN model_calls m ON m.id = c.call_id
     LEFT JOIN jobs j ON j.job_id = c.job_id
-    WHERE NOT EXISTS (SELECT 1 FROM promotions p
-                      WHERE p.candidate_kind = 'claim' AND p.candidate_id = c.id)
-    ORDER BY c.id LIMIT $1";
+    WHERE c.id = ANY($1)
+    ORDER BY c.id";
 
 const UNJUDGED_RELATIONS: &str = "
     SELECT x.id, m.id, relata_provenance_complete(m),
@@ -370,9 +424,68 @@ const UNJUDGED_RELATIONS: &str = "
     JOIN documents da ON da.id = a.document_id
     JOIN documents db ON db.id = b.document_id
     LEFT JOIN model_calls m ON m.id = x.call_id
-    WHERE NOT EXISTS (SELECT 1 FROM promotions p
-                      WHERE p.candidate_kind = 'relation' AND p.candidate_id = x.id)
-    ORDER BY x.id LIMIT $1";
+    WHERE x.id = ANY($1)
+    ORDER BY x.id";
+
+/// The next ids of a candidate kind above a cursor, in order.
+const IDS_ABOVE: [(RowKind, &str); 3] = [
+    (
+        RowKind::Entity,
+        "SELECT id FROM entities WHERE id > $1 ORDER BY id LIMIT $2",
+    ),
+    (
+        RowKind::Claim,
+        "SELECT id FROM claims WHERE id > $1 ORDER BY id LIMIT $2",
+    ),
+    (
+        RowKind::Relation,
+        "SELECT id FROM claim_relations WHERE id > $1 ORDER BY id LIMIT $2",
+    ),
+];
+
+/// Up to `limit` ids of `kind` above `after` that have no promotion yet, in order, and
+/// how far the read got: the last id returned when the limit was reached, else the last
+/// id that exists (every row up to it was judged when read).
+async fn unjudged_ids(
+    tx: &mut sqlx::PgConnection,
+    kind: RowKind,
+    ids_above: &'static str,
+    after: i64,
+    limit: i64,
+) -> Result<(Vec<i64>, i64)> {
+    let window = limit.max(1);
+    let mut todo = Vec::new();
+    let mut reached = after;
+    loop {
+        let ids: Vec<i64> = sqlx::query_scalar(ids_above)
+            .bind(reached)
+            .bind(window)
+            .fetch_all(&mut *tx)
+            .await?;
+        let Some(&last) = ids.last() else {
+            return Ok((todo, reached));
+        };
+        let judged: std::collections::HashSet<i64> = sqlx::query_scalar(
+            "SELECT candidate_id FROM promotions
+             WHERE candidate_kind = $1 AND candidate_id = ANY($2)",
+        )
+        .bind(kind.as_str())
+        .bind(&ids)
+        .fetch_all(&mut *tx)
+        .await?
+        .into_iter()
+        .collect();
+        for id in ids {
+            if !judged.contains(&id) {
+                todo.push(id);
+                if i64::try_from(todo.len()).unwrap_or(i64::MAX) >= limit {
+                    return Ok((todo, id));
+                }
+            }
+        }
+        reached = last;
+    }
+}
 
 fn unjudged(kind: RowKind, r: &PgRow) -> Result<Unjudged> {
     let warnings: Vec<String> = r.try_get(4)?;
@@ -591,26 +704,54 @@ impl Store {
         limit: i64,
         wait: bool,
     ) -> Result<PromoteSummary> {
+        self.promote_pending_after(policy, limit, wait, PromoteCursor::START)
+            .await
+    }
+
+    /// [`Store::promote_pending`] over the candidates above `after` only: a pass that
+    /// goes on from the batch before it passes `summary.reached`, so that each batch
+    /// reads only new rows instead of walking past every candidate already judged (that
+    /// walk grows with the store and made a pass quadratic). A candidate committed
+    /// below the cursor after the pass went by is not lost: it stays unjudged, so
+    /// unpromoted, until a pass from [`PromoteCursor::START`] finds it.
+    pub async fn promote_pending_after(
+        &self,
+        policy: &Policy,
+        limit: i64,
+        wait: bool,
+        after: PromoteCursor,
+    ) -> Result<PromoteSummary> {
         let mut tx = self.pool.begin().await?;
         let Some(head) = lock_head(&mut tx, wait).await? else {
             return Ok(PromoteSummary {
                 decided: Vec::new(),
                 busy: true,
+                reached: after,
             });
         };
         let mut todo = Vec::new();
-        for (kind, sql) in [
-            (RowKind::Entity, UNJUDGED_ENTITIES),
-            (RowKind::Claim, UNJUDGED_CLAIMS),
-            (RowKind::Relation, UNJUDGED_RELATIONS),
-        ] {
-            let rows = sqlx::query(sql).bind(limit).fetch_all(&mut *tx).await?;
+        let mut reached = after;
+        for ((kind, ids_above), sql) in
+            IDS_ABOVE
+                .into_iter()
+                .zip([UNJUDGED_ENTITIES, UNJUDGED_CLAIMS, UNJUDGED_RELATIONS])
+        {
+            let (ids, read_to) =
+                unjudged_ids(&mut tx, kind, ids_above, after.get(kind), limit).await?;
+            reached.advance(kind, read_to);
+            if ids.is_empty() {
+                continue;
+            }
+            let rows = sqlx::query(sql).bind(&ids).fetch_all(&mut *tx).await?;
             for r in &rows {
                 todo.push(unjudged(kind, r)?);
             }
         }
         let mut chain = Chain::new(head);
-        let mut summary = PromoteSummary::default();
+        let mut summary = PromoteSummary {
+            reached,
+            ..PromoteSummary::default()
+        };
         let n = todo.len();
         let (mut kinds, mut ids, mut states, mut decisions, mut rules, mut reasons) = (
             Vec::with_capacity(n),

@@ -16,7 +16,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use relata_core::{Policy, PolicyDecision, RowKind};
-use relata_store::{PendingSummary, Store};
+use relata_store::{PendingSummary, PromoteCursor, Store};
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindDecisionLabels {
@@ -169,15 +169,22 @@ impl Promoter {
         }
     }
 
-    /// One pass: judge batches until none is left (or, unless `wait`, another promoter
-    /// holds the chain), then refresh the gauges. Returns the decisions recorded.
-    pub async fn pass(&self, wait: bool) -> Result<u64, relata_store::StoreError> {
+    /// One pass over the candidates above `from`: judge batches until none is left (or,
+    /// unless `wait`, another promoter holds the chain), then refresh the gauges.
+    /// Returns the decisions recorded and how far the pass read.
+    pub async fn pass(
+        &self,
+        wait: bool,
+        from: PromoteCursor,
+    ) -> Result<(u64, PromoteCursor), relata_store::StoreError> {
         let mut total = 0;
+        let mut cursor = from;
         loop {
             let s = self
                 .store
-                .promote_pending(&self.policy, self.settings.batch, wait)
+                .promote_pending_after(&self.policy, self.settings.batch, wait, cursor)
                 .await?;
+            cursor = s.reached;
             for (kind, decision, count) in &s.decided {
                 PromotionDecided {
                     kind: *kind,
@@ -197,7 +204,7 @@ impl Promoter {
             now: chrono::Utc::now(),
         }
         .emit(&self.metrics);
-        Ok(total)
+        Ok((total, cursor))
     }
 
     /// Pass every `interval` until `shutdown` resolves, then one last pass (bounded by
@@ -206,26 +213,28 @@ impl Promoter {
         let mut shutdown = std::pin::pin!(shutdown);
         let mut tick = tokio::time::interval(self.settings.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut sweep = Sweep::default();
         loop {
             // A pass waiting on a store that does not answer is abandoned at shutdown
             // (its transaction rolls back), never waited for.
+            let from = sweep.floor();
             let next = async {
                 tick.tick().await;
-                self.pass(false).await
+                self.pass(false, from).await
             };
             tokio::select! {
                 _ = &mut shutdown => break,
-                r = next => {
-                    if let Err(e) = r {
-                        PromotionFailed { error: &e }.emit();
-                    }
+                r = next => match r {
+                    Ok((_, reached)) => sweep.finished(reached),
+                    Err(e) => PromotionFailed { error: &e }.emit(),
                 }
             }
         }
         // The last pass waits its turn for the chain instead of skipping: the pass just
         // abandoned may still hold it until its rollback reaches the server, and skipping
-        // would leave this run's last candidates unjudged.
-        match tokio::time::timeout(final_deadline, self.pass(true)).await {
+        // would leave this run's last candidates unjudged. It reads from the start, so a
+        // candidate any earlier pass went by is judged too.
+        match tokio::time::timeout(final_deadline, self.pass(true, PromoteCursor::START)).await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => PromotionFailed { error: &e }.emit(),
             Err(_) => tracing::warn!(
@@ -233,5 +242,94 @@ impl Promoter {
             ),
         }
         self.store.close().await;
+    }
+}
+
+/// Every this many passes one reads from further back (see [`Sweep`]).
+const LONG_PASS_EVERY: u32 = 30;
+
+/// Where each pass of [`Promoter::run`] starts reading.
+///
+/// A pass starts where the pass before the previous one got to, not where the previous
+/// one did: ids are handed out inside the committing transaction, so a job's rows can
+/// become visible a moment after a higher id has been judged, and starting one pass back
+/// reads them on the next pass. Every [`LONG_PASS_EVERY`]th pass starts where the last
+/// such pass got to (about a minute back at the default interval), for a commit slower
+/// than that; the first pass, the last one at shutdown and `relata promote` read from the
+/// start. A row no pass has read is not lost: it stays unjudged, so unpromoted, until
+/// one does. Without a cursor every batch walked past every candidate already judged, a
+/// cost that grew with the store (BENCHMARKS.md §1b).
+#[derive(Debug, Default)]
+struct Sweep {
+    passes: u32,
+    before_last: PromoteCursor,
+    last: PromoteCursor,
+    long: PromoteCursor,
+}
+
+impl Sweep {
+    fn is_long(&self) -> bool {
+        self.passes.is_multiple_of(LONG_PASS_EVERY)
+    }
+
+    fn floor(&self) -> PromoteCursor {
+        if self.is_long() {
+            self.long
+        } else {
+            self.before_last
+        }
+    }
+
+    fn finished(&mut self, reached: PromoteCursor) {
+        if self.is_long() {
+            self.long = reached;
+        }
+        self.before_last = self.last;
+        self.last = reached;
+        self.passes = self.passes.wrapping_add(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(claim: i64) -> PromoteCursor {
+        PromoteCursor::START.with(RowKind::Claim, claim)
+    }
+
+    #[test]
+    fn a_pass_starts_where_the_pass_before_the_last_one_got_to() {
+        let mut s = Sweep::default();
+        assert_eq!(
+            s.floor(),
+            PromoteCursor::START,
+            "the first pass reads everything"
+        );
+        s.finished(at(100));
+        assert_eq!(
+            s.floor(),
+            PromoteCursor::START,
+            "one pass back is the start"
+        );
+        s.finished(at(250));
+        assert_eq!(s.floor(), at(100));
+        s.finished(at(400));
+        assert_eq!(s.floor(), at(250));
+    }
+
+    #[test]
+    fn every_thirtieth_pass_starts_where_the_last_long_pass_got_to() {
+        let mut s = Sweep::default();
+        let mut floors = Vec::new();
+        for n in 0..=(2 * LONG_PASS_EVERY) {
+            floors.push(s.floor());
+            s.finished(at(i64::from(n + 1) * 10));
+        }
+        let n = LONG_PASS_EVERY as usize;
+        assert_eq!(floors[0], PromoteCursor::START);
+        assert_eq!(floors[n], at(10), "the first pass reached 10");
+        assert_eq!(floors[2 * n], at(i64::from(LONG_PASS_EVERY + 1) * 10));
+        assert_eq!(floors[n - 1], at(i64::from(LONG_PASS_EVERY - 2) * 10));
     }
 }

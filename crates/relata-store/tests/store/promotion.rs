@@ -628,3 +628,56 @@ async fn awkward_source_names_are_recorded_as_they_are() {
     assert_eq!(revisions, [current]);
     verify_ok(s).await;
 }
+
+/// A pass goes on from where its last batch got to, so each batch reads only what is
+/// new; a candidate below the cursor (a commit that became visible after a higher id was
+/// judged) is not judged by that pass, stays `proposed`, and a pass from the start
+/// judges it.
+#[tokio::test]
+async fn a_pass_goes_on_from_its_cursor_and_a_pass_from_the_start_finds_what_it_went_by() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let mut claims = Vec::new();
+    for (doc, subject) in [("d1", "Beta Inc"), ("d2", "Gamma Ltd"), ("d3", "Delta Co")] {
+        claims.push(clean_claim(s, doc, subject).await.0);
+    }
+    let policy = Policy::shipped();
+    let mut cursor = relata_store::PromoteCursor::START;
+    let mut batches = Vec::new();
+    loop {
+        let summary = s
+            .promote_pending_after(&policy, 1, true, cursor)
+            .await
+            .unwrap();
+        if summary.total() == 0 {
+            break;
+        }
+        assert!(summary.reached.get(RowKind::Claim) > cursor.get(RowKind::Claim));
+        cursor = summary.reached;
+        batches.push(summary.total());
+    }
+    // One entity and one claim a batch: three batches, every candidate judged once.
+    assert_eq!(batches, [2, 2, 2]);
+    assert_eq!(cursor.get(RowKind::Claim), claims[2]);
+    for &c in &claims {
+        assert_eq!(state_of(s, claim(c)).await, PromotionState::Promoted);
+    }
+
+    let late = clean_claim(s, "d4", "Epsilon Group").await.0;
+    let past = cursor
+        .with(RowKind::Claim, late)
+        .with(RowKind::Entity, i64::MAX);
+    let summary = s
+        .promote_pending_after(&policy, 100, true, past)
+        .await
+        .unwrap();
+    assert_eq!(summary.total(), 0, "{summary:?}");
+    assert_eq!(state_of(s, claim(late)).await, PromotionState::Proposed);
+    let summary = s
+        .promote_pending_after(&policy, 100, true, relata_store::PromoteCursor::START)
+        .await
+        .unwrap();
+    assert_eq!(summary.total(), 2, "{summary:?}");
+    assert_eq!(state_of(s, claim(late)).await, PromotionState::Promoted);
+    verify_ok(s).await;
+}
