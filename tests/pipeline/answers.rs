@@ -566,46 +566,8 @@ async fn serve_answers_over_http_and_refuses_bad_requests() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real model server: eval \"$(scripts/real-model.sh)\""]
 async fn real_model_answers_are_one_of_three_outcomes_and_citations_resolve() {
-    let var = |name: &str| {
-        std::env::var(name).unwrap_or_else(|_| panic!("{name} (scripts/real-model.sh)"))
-    };
-    let summaries = var("RELATA_REAL_MODEL_SUMMARIES");
-    let data: serde_json::Map<String, Value> =
-        serde_json::from_str(&std::fs::read_to_string(&summaries).unwrap()).unwrap();
-
-    let mut env = Env::new(FakeOptions::default(), vec![]).await;
-    env.set("RELATA_MODEL_URL", &var("RELATA_MODEL_URL"));
-    env.set("RELATA_MODEL_NAME", &var("RELATA_MODEL_NAME"));
-    env.set("RELATA_MODEL_DIALECT", "json_object_schema");
-    env.set("RELATA_MODEL_MAX_TOKENS", "400");
-    env.set("RELATA_MODEL_REQUEST_TIMEOUT_MS", "180000");
-
-    // A stride through the corpus: different topics, nobody here wrote them.
-    const DOCS: usize = 4;
-    let picked: Vec<(&String, &Value)> =
-        data.iter().step_by(data.len() / DOCS).take(DOCS).collect();
-    let jsonl = env.dir.join("real.jsonl");
-    let lines: Vec<String> = picked
-        .iter()
-        .map(|(title, v)| {
-            serde_json::json!({"id": title, "title": title, "text": v["extract"]}).to_string()
-        })
-        .collect();
-    std::fs::write(&jsonl, lines.join("\n")).unwrap();
-    let out = env.relata(&[
-        "ingest",
-        "--jsonl",
-        jsonl.to_str().unwrap(),
-        "--source",
-        "wikipedia",
-        "--title-field",
-        "title",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let (env, picked) = Env::real_model("400", 4).await;
+    env.ingest_titled(&picked);
 
     // A question about the first document, in its own words, so retrieval finds sources
     // and the model is really asked.
@@ -652,7 +614,8 @@ async fn real_model_answers_are_one_of_three_outcomes_and_citations_resolve() {
             .await
             .unwrap();
     assert_eq!(recorded, status);
-    assert_eq!(model.as_deref(), Some(var("RELATA_MODEL_NAME").as_str()));
+    let name = std::env::var("RELATA_MODEL_NAME").unwrap();
+    assert_eq!(model.as_deref(), Some(name.as_str()));
     eprintln!(
         "real model answer: {status}, model call {} ms, caveats {:?}",
         ms.unwrap_or(-1),

@@ -81,6 +81,60 @@ impl Env {
         self.command(args).output().expect("run relata")
     }
 
+    /// An environment pointed at the real model server `scripts/real-model.sh` started
+    /// (the fake stays up, so a test can check it was not asked), and a stride of `docs`
+    /// Wikipedia summaries (title, text) through that script's corpus: different topics,
+    /// nobody here wrote them.
+    pub async fn real_model(max_tokens: &str, docs: usize) -> (Env, Vec<(String, String)>) {
+        let var = |name: &str| {
+            std::env::var(name).unwrap_or_else(|_| panic!("{name} (scripts/real-model.sh)"))
+        };
+        let summaries = var("RELATA_REAL_MODEL_SUMMARIES");
+        let data: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&std::fs::read_to_string(&summaries).unwrap()).unwrap();
+        let picked = data
+            .iter()
+            .step_by(data.len() / docs)
+            .take(docs)
+            .map(|(title, v)| (title.clone(), v["extract"].as_str().unwrap().to_owned()))
+            .collect();
+
+        let mut env = Env::new(FakeOptions::default(), vec![]).await;
+        env.set("RELATA_MODEL_URL", &var("RELATA_MODEL_URL"));
+        env.set("RELATA_MODEL_NAME", &var("RELATA_MODEL_NAME"));
+        env.set("RELATA_MODEL_DIALECT", "json_object_schema");
+        env.set("RELATA_MODEL_MAX_TOKENS", max_tokens);
+        env.set("RELATA_MODEL_REQUEST_TIMEOUT_MS", "180000");
+        (env, picked)
+    }
+
+    /// `relata ingest` of (title, text) documents as JSONL, titled, from source
+    /// `wikipedia`; the ingest must succeed.
+    pub fn ingest_titled(&self, docs: &[(String, String)]) {
+        let jsonl = self.dir.join("real.jsonl");
+        let lines: Vec<String> = docs
+            .iter()
+            .map(|(title, text)| {
+                serde_json::json!({"id": title, "title": title, "text": text}).to_string()
+            })
+            .collect();
+        std::fs::write(&jsonl, lines.join("\n")).unwrap();
+        let out = self.relata(&[
+            "ingest",
+            "--jsonl",
+            jsonl.to_str().unwrap(),
+            "--source",
+            "wikipedia",
+            "--title-field",
+            "title",
+        ]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
     /// A worker process serving metrics on a free port.
     pub fn spawn_worker(&self, task: Task) -> Worker {
         self.spawn_worker_with(task, 2)

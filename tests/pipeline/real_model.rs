@@ -9,7 +9,6 @@
 use std::time::Duration;
 
 use relata_core::Task;
-use relata_testkit::FakeOptions;
 
 use crate::common::Env;
 
@@ -18,48 +17,11 @@ const DOCS: usize = 3;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real model server: eval \"$(scripts/real-model.sh)\""]
 async fn real_model_pipeline_classifies_every_outcome() {
-    let url = std::env::var("RELATA_MODEL_URL").expect("RELATA_MODEL_URL (scripts/real-model.sh)");
-    let name = std::env::var("RELATA_MODEL_NAME").expect("RELATA_MODEL_NAME");
-    let summaries =
-        std::env::var("RELATA_REAL_MODEL_SUMMARIES").expect("RELATA_REAL_MODEL_SUMMARIES");
-    let data: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(&std::fs::read_to_string(&summaries).unwrap()).unwrap();
-
-    let mut env = Env::new(FakeOptions::default(), vec![]).await;
-    env.set("RELATA_MODEL_URL", &url);
-    env.set("RELATA_MODEL_NAME", &name);
-    env.set("RELATA_MODEL_DIALECT", "json_object_schema");
-    env.set("RELATA_MODEL_MAX_TOKENS", "700");
-    env.set("RELATA_MODEL_REQUEST_TIMEOUT_MS", "180000");
+    let (mut env, docs) = Env::real_model("700", DOCS).await;
     env.set("RELATA_MODEL_MAX_CONCURRENCY", "1");
 
-    // A stride through the corpus: different topics, nobody here wrote them.
-    let jsonl = env.dir.join("real.jsonl");
-    let lines: Vec<String> = data
-        .iter()
-        .step_by(data.len() / DOCS)
-        .take(DOCS)
-        .map(|(title, v)| {
-            serde_json::json!({"id": title, "title": title, "text": v["extract"]}).to_string()
-        })
-        .collect();
-    std::fs::write(&jsonl, lines.join("\n")).unwrap();
-
     let worker = env.spawn_worker(Task::Extract);
-    let out = env.relata(&[
-        "ingest",
-        "--jsonl",
-        jsonl.to_str().unwrap(),
-        "--source",
-        "wikipedia",
-        "--title-field",
-        "title",
-    ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    env.ingest_titled(&docs);
 
     let states = env
         .wait_for_jobs(Task::Extract, DOCS as i64, Duration::from_secs(600))
