@@ -222,6 +222,17 @@ async fn claims_are_attached_only_when_their_quote_lies_inside_the_passage() {
     assert_eq!(ids, [vec![claim], vec![], vec![], vec![]]);
 }
 
+/// The ids of the claims attached to `found`, in source order.
+async fn attached_ids(s: &relata_store::Store, found: &[relata_store::Passage]) -> Vec<i64> {
+    s.attach_claims(found)
+        .await
+        .unwrap()
+        .into_iter()
+        .flatten()
+        .map(|c| c.claim_id)
+        .collect()
+}
+
 #[tokio::test]
 async fn only_promoted_claims_are_attached() {
     let db = TestDb::new().await;
@@ -252,14 +263,7 @@ async fn only_promoted_claims_are_attached() {
     s.promote_pending(&Policy::shipped(), 100, true)
         .await
         .unwrap();
-    let attached: Vec<i64> = s
-        .attach_claims(&found)
-        .await
-        .unwrap()
-        .into_iter()
-        .flatten()
-        .map(|c| c.claim_id)
-        .collect();
+    let attached = attached_ids(s, &found).await;
     assert_eq!(attached, [clean], "the pending claim {warned} was attached");
 
     // Approved by a person: now it is attached too.
@@ -274,14 +278,7 @@ async fn only_promoted_claims_are_attached() {
     )
     .await
     .unwrap();
-    let mut attached: Vec<i64> = s
-        .attach_claims(&found)
-        .await
-        .unwrap()
-        .into_iter()
-        .flatten()
-        .map(|c| c.claim_id)
-        .collect();
+    let mut attached = attached_ids(s, &found).await;
     attached.sort();
     assert_eq!(attached, [clean, warned]);
 }
