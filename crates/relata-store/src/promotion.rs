@@ -129,11 +129,7 @@ impl PromoteCursor {
     };
 
     pub fn get(&self, kind: RowKind) -> i64 {
-        match kind {
-            RowKind::Entity => self.entity,
-            RowKind::Claim => self.claim,
-            RowKind::Relation => self.relation,
-        }
+        *{ *self }.slot(kind)
     }
 
     /// This cursor with `kind`'s position set to `id`.
@@ -427,19 +423,22 @@ const UNJUDGED_RELATIONS: &str = "
     WHERE x.id = ANY($1)
     ORDER BY x.id";
 
-/// The next ids of a candidate kind above a cursor, in order.
-const IDS_ABOVE: [(RowKind, &str); 3] = [
+/// Per candidate kind: the next ids above a cursor, in order; then the rows of given ids.
+const CANDIDATE_READS: [(RowKind, &str, &str); 3] = [
     (
         RowKind::Entity,
         "SELECT id FROM entities WHERE id > $1 ORDER BY id LIMIT $2",
+        UNJUDGED_ENTITIES,
     ),
     (
         RowKind::Claim,
         "SELECT id FROM claims WHERE id > $1 ORDER BY id LIMIT $2",
+        UNJUDGED_CLAIMS,
     ),
     (
         RowKind::Relation,
         "SELECT id FROM claim_relations WHERE id > $1 ORDER BY id LIMIT $2",
+        UNJUDGED_RELATIONS,
     ),
 ];
 
@@ -731,18 +730,14 @@ impl Store {
         };
         let mut todo = Vec::new();
         let mut reached = after;
-        for ((kind, ids_above), sql) in
-            IDS_ABOVE
-                .into_iter()
-                .zip([UNJUDGED_ENTITIES, UNJUDGED_CLAIMS, UNJUDGED_RELATIONS])
-        {
+        for (kind, ids_above, rows_of) in CANDIDATE_READS {
             let (ids, read_to) =
                 unjudged_ids(&mut tx, kind, ids_above, after.get(kind), limit).await?;
             reached.advance(kind, read_to);
             if ids.is_empty() {
                 continue;
             }
-            let rows = sqlx::query(sql).bind(&ids).fetch_all(&mut *tx).await?;
+            let rows = sqlx::query(rows_of).bind(&ids).fetch_all(&mut *tx).await?;
             for r in &rows {
                 todo.push(unjudged(kind, r)?);
             }
