@@ -32,8 +32,9 @@ use crate::{Store, parse_label};
 
 macro_rules! evidence_select {
     () => {
-        "SELECT seq, candidate_kind, candidate_id, candidate_sha256, call_id, task_version,
-                actor_kind, actor, decision, reasons, note, decided_at, prev_sha256, sha256
+        "SELECT seq, candidate_kind, candidate_id, encode(candidate_sha256, 'hex') AS candidate_sha256, call_id,
+                task_version, actor_kind, actor, decision, reasons, note, decided_at,
+                encode(prev_sha256, 'hex') AS prev_sha256, encode(sha256, 'hex') AS sha256
          FROM evidence"
     };
 }
@@ -464,12 +465,15 @@ async fn unjudged_ids(
         let Some(&last) = ids.last() else {
             return Ok((todo, reached));
         };
+        // The window is every id in (reached, last]: one range scan of the key finds
+        // its judged ones, where `= ANY` descended the index once per id.
         let judged: std::collections::HashSet<i64> = sqlx::query_scalar(
             "SELECT candidate_id FROM promotions
-             WHERE candidate_kind = $1 AND candidate_id = ANY($2)",
+             WHERE candidate_kind = $1 AND candidate_id > $2 AND candidate_id <= $3",
         )
         .bind(kind.as_str())
-        .bind(&ids)
+        .bind(reached)
+        .bind(last)
         .fetch_all(&mut *tx)
         .await?
         .into_iter()
@@ -599,7 +603,7 @@ impl Chain {
             seq.push(r.seq);
             kind.push(r.candidate.kind.as_str());
             id.push(r.candidate.id);
-            csha.push(r.candidate_sha256.as_str());
+            csha.push(hash_bytes(&r.candidate_sha256)?);
             call.push(r.call_id);
             tv.push(r.task_version.as_str());
             actor_kind.push(r.actor_kind.as_str());
@@ -610,8 +614,8 @@ impl Chain {
             reasons.push(array_literal(&r.reasons));
             note.push(r.note.as_deref());
             at.push(r.decided_at);
-            prev.push(r.prev_sha256.as_str());
-            sha.push(r.sha256.as_str());
+            prev.push(hash_bytes(&r.prev_sha256)?);
+            sha.push(hash_bytes(&r.sha256)?);
         }
         sqlx::query(
             "INSERT INTO evidence (seq, candidate_kind, candidate_id, candidate_sha256, call_id,
@@ -620,9 +624,9 @@ impl Chain {
              SELECT t.seq, t.kind, t.id, t.csha, t.call, t.tv, t.actor_kind, t.actor,
                     t.decision, t.reasons::text[],
                     t.note, t.at, t.prev, t.sha
-             FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::text[], $5::bigint[],
+             FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bytea[], $5::bigint[],
                          $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
-                         $11::text[], $12::timestamptz[], $13::text[], $14::text[])
+                         $11::text[], $12::timestamptz[], $13::bytea[], $14::bytea[])
                   AS t(seq, kind, id, csha, call, tv, actor_kind, actor, decision, reasons,
                        note, at, prev, sha)",
         )
@@ -644,10 +648,20 @@ impl Chain {
         .await?;
         sqlx::query("UPDATE evidence_head SET seq = $1, sha256 = $2")
             .bind(self.head.seq)
-            .bind(&self.head.sha256)
+            .bind(hash_bytes(&self.head.sha256)?)
             .execute(&mut *tx)
             .await?;
         Ok(())
+    }
+}
+
+/// A hash as the log stores it (32 bytes); relata computes and shows it as hex.
+fn hash_bytes(hex_sha256: &str) -> Result<Vec<u8>> {
+    match hex::decode(hex_sha256) {
+        Ok(b) if b.len() == 32 => Ok(b),
+        _ => Err(StoreError::Invariant(format!(
+            "{hex_sha256:?} is not a sha256 in hex"
+        ))),
     }
 }
 
@@ -675,11 +689,11 @@ fn array_literal<T: std::fmt::Display>(items: &[T]) -> String {
 
 async fn lock_head(tx: &mut sqlx::PgConnection, wait: bool) -> Result<Option<Head>> {
     let row = if wait {
-        sqlx::query("SELECT seq, sha256 FROM evidence_head FOR UPDATE")
+        sqlx::query("SELECT seq, encode(sha256, 'hex') FROM evidence_head FOR UPDATE")
             .fetch_optional(&mut *tx)
             .await?
     } else {
-        sqlx::query("SELECT seq, sha256 FROM evidence_head FOR UPDATE SKIP LOCKED")
+        sqlx::query("SELECT seq, encode(sha256, 'hex') FROM evidence_head FOR UPDATE SKIP LOCKED")
             .fetch_optional(&mut *tx)
             .await?
     };
@@ -1004,7 +1018,7 @@ impl Store {
         for id in &unique {
             let r = sqlx::query(
                 "SELECT p.state, relata_candidate_sha256(p.candidate_kind, p.candidate_id),
-                        e.candidate_sha256, e.call_id, e.task_version,
+                        encode(e.candidate_sha256, 'hex'), e.call_id, e.task_version,
                         EXISTS (SELECT 1 FROM document_revisions dr
                                 JOIN documents d ON d.id = dr.document_id
                                 WHERE dr.id = ANY (p.revision_ids)
@@ -1175,7 +1189,7 @@ impl Store {
             }
         }
         if problem.is_none() {
-            let head = sqlx::query("SELECT seq, sha256 FROM evidence_head")
+            let head = sqlx::query("SELECT seq, encode(sha256, 'hex') FROM evidence_head")
                 .fetch_optional(&mut *tx)
                 .await?;
             let (head_seq, head_sha): (i64, String) = match head {

@@ -501,6 +501,138 @@ async fn verify_catches_a_promotion_state_set_with_plain_sql() {
     assert!(p.what.contains("state was edited"), "{p}");
 }
 
+/// No foreign key ties a promotion to its evidence record (it cost a look-up per
+/// decision); verify is what catches a promotion whose record is missing or about
+/// another candidate.
+#[tokio::test]
+async fn verify_catches_a_promotion_pointing_at_a_missing_or_foreign_record() {
+    let (db, warned) = three_decisions().await;
+    sqlx::query(
+        "UPDATE promotions SET evidence_seq = 99 WHERE candidate_id = $1 AND candidate_kind = 'claim'",
+    )
+    .bind(warned)
+    .execute(db.pool())
+    .await
+    .unwrap();
+    let p = db.store.evidence_verify().await.unwrap().problem.unwrap();
+    assert_eq!(p.candidate, Some(claim(warned)), "{p}");
+    assert!(p.what.contains("another candidate"), "{p}");
+
+    let (db, warned) = three_decisions().await;
+    // Record 1 is the entity's.
+    sqlx::query(
+        "UPDATE promotions SET evidence_seq = 1 WHERE candidate_id = $1 AND candidate_kind = 'claim'",
+    )
+    .bind(warned)
+    .execute(db.pool())
+    .await
+    .unwrap();
+    let p = db.store.evidence_verify().await.unwrap().problem.unwrap();
+    assert_eq!(p.candidate, Some(claim(warned)), "{p}");
+    assert!(p.what.contains("another candidate"), "{p}");
+}
+
+/// Migration 20261224000001 turned the log's hex hashes into bytes; a chain written
+/// before it (hex text, as relata wrote it then) must still verify after it and go on
+/// growing from its old head.
+#[tokio::test]
+async fn a_chain_written_before_the_hashes_became_bytes_still_verifies() {
+    const BYTES: i64 = 20261224000001;
+    let db = TestDb::empty().await;
+    let s = &db.store;
+    let before = relata_store::MIGRATOR
+        .iter()
+        .map(|m| m.version)
+        .filter(|v| *v < BYTES)
+        .max()
+        .unwrap();
+    relata_store::MIGRATOR
+        .run_to(before, db.pool())
+        .await
+        .unwrap();
+    let (id, _) = clean_claim(s, "d1", "Gamma AG").await;
+    let candidate_sha256: String =
+        sqlx::query_scalar("SELECT relata_candidate_sha256('claim', $1)")
+            .bind(id)
+            .fetch_one(db.pool())
+            .await
+            .unwrap();
+    let mut record = relata_store::EvidenceRecord {
+        seq: 1,
+        candidate: claim(id),
+        candidate_sha256,
+        call_id: None,
+        task_version: "v-old".into(),
+        actor_kind: relata_core::ActorKind::Policy,
+        actor: "clean rows".into(),
+        decision: EvidenceDecision::Allow,
+        reasons: Vec::new(),
+        note: None,
+        decided_at: chrono::DateTime::parse_from_rfc3339("2026-12-20T10:00:00.123456Z")
+            .unwrap()
+            .into(),
+        prev_sha256: "0".repeat(64),
+        sha256: String::new(),
+    };
+    record.sha256 = record.compute_sha256();
+    sqlx::query(
+        "INSERT INTO evidence (seq, candidate_kind, candidate_id, candidate_sha256, call_id,
+             task_version, actor_kind, actor, decision, reasons, note, decided_at,
+             prev_sha256, sha256)
+         VALUES (1, 'claim', $1, $2, NULL, $3, 'policy', $4, 'allow', '{}', NULL, $5, $6, $7)",
+    )
+    .bind(id)
+    .bind(&record.candidate_sha256)
+    .bind(&record.task_version)
+    .bind(&record.actor)
+    .bind(record.decided_at)
+    .bind(&record.prev_sha256)
+    .bind(&record.sha256)
+    .execute(db.pool())
+    .await
+    .unwrap();
+    sqlx::query("UPDATE evidence_head SET seq = 1, sha256 = $1")
+        .bind(&record.sha256)
+        .execute(db.pool())
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO promotions (candidate_kind, candidate_id, state, policy_decision, rule,
+             sources, revision_ids, evidence_seq, proposed_at, decided_at)
+         VALUES ('claim', $1, 'promoted', 'allow', $2, '{corpus}', '{1}', 1, $3, $3)",
+    )
+    .bind(id)
+    .bind(&record.actor)
+    .bind(record.decided_at)
+    .execute(db.pool())
+    .await
+    .unwrap();
+    // (This code cannot verify the old layout: it reads the log as bytes.)
+
+    s.migrate().await.unwrap();
+    let kind: String = sqlx::query_scalar(
+        "SELECT data_type FROM information_schema.columns
+         WHERE table_name = 'evidence' AND column_name = 'sha256'",
+    )
+    .fetch_one(db.pool())
+    .await
+    .unwrap();
+    assert_eq!(kind, "bytea");
+    assert_eq!(verify_ok(s).await, 1);
+    assert_eq!(
+        s.evidence_history(None, 10).await.unwrap(),
+        [record.clone()]
+    );
+
+    // The chain goes on from the converted head: the claim's entity is judged next.
+    let summary = judge(s).await;
+    assert_eq!(summary.total(), 1, "{summary:?}");
+    let history = s.evidence_history(None, 10).await.unwrap();
+    assert_eq!(history.len(), 2);
+    assert_eq!(history[1].prev_sha256, record.sha256);
+    assert_eq!(verify_ok(s).await, 2);
+}
+
 #[tokio::test]
 async fn a_new_task_versions_rows_are_new_candidates_and_earlier_approvals_do_not_carry_over() {
     let db = TestDb::new().await;
