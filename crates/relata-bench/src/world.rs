@@ -6,6 +6,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use relata_core::settings::Millis;
 use relata_queue::{BrokerConfig, TopologyConfig};
 use relata_store::{Store, StoreOptions};
 use relata_testkit::harness::{Harness, Services};
@@ -22,6 +23,7 @@ pub fn services() -> Services {
 }
 
 const MAX_CONNECTIONS: &str = "RELATA_DATABASE_MAX_CONNECTIONS";
+const RETRY_DELAYS: &str = "RELATA_RETRY_DELAYS_MS";
 
 /// The pool settings of the bench's own connections from `RELATA_DATABASE_MAX_CONNECTIONS`
 /// as the `relata` processes of a world read it, so the floor's pool is the size of a
@@ -82,13 +84,18 @@ impl World {
             None => std::env::var(MAX_CONNECTIONS).ok(),
         };
         let store_options = store_options_from(max_connections.as_deref())?;
+        // The queues the world deletes at the end are the ones its workers declare: a
+        // world that overrides the retry delays (the reliability scenarios) left its
+        // retry queues on the broker when the harness assumed the default ones.
+        let retry_delays_ms = match env.iter().rev().find(|(k, _)| *k == RETRY_DELAYS) {
+            Some((_, v)) => v
+                .split(',')
+                .map(|s| relata_core::settings::parse::<Millis>(RETRY_DELAYS, s).map(Millis::ms))
+                .collect::<Result<_, _>>()?,
+            None => TopologyConfig::default().retry_delays_ms,
+        };
         let services = services();
-        let harness = Harness::new(
-            &services,
-            "bench",
-            TopologyConfig::default().retry_delays_ms,
-        )
-        .await?;
+        let harness = Harness::new(&services, "bench", retry_delays_ms).await?;
         let mut vars: Vec<(String, String)> = vec![
             ("RELATA_MODEL_URL".into(), model_url.into()),
             ("RELATA_MODEL_NAME".into(), "fake-model".into()),
