@@ -506,30 +506,22 @@ async fn verify_catches_a_promotion_state_set_with_plain_sql() {
 /// another candidate.
 #[tokio::test]
 async fn verify_catches_a_promotion_pointing_at_a_missing_or_foreign_record() {
-    let (db, warned) = three_decisions().await;
-    sqlx::query(
-        "UPDATE promotions SET evidence_seq = 99 WHERE candidate_id = $1 AND candidate_kind = 'claim'",
-    )
-    .bind(warned)
-    .execute(db.pool())
-    .await
-    .unwrap();
-    let p = db.store.evidence_verify().await.unwrap().problem.unwrap();
-    assert_eq!(p.candidate, Some(claim(warned)), "{p}");
-    assert!(p.what.contains("another candidate"), "{p}");
-
-    let (db, warned) = three_decisions().await;
-    // Record 1 is the entity's.
-    sqlx::query(
-        "UPDATE promotions SET evidence_seq = 1 WHERE candidate_id = $1 AND candidate_kind = 'claim'",
-    )
-    .bind(warned)
-    .execute(db.pool())
-    .await
-    .unwrap();
-    let p = db.store.evidence_verify().await.unwrap().problem.unwrap();
-    assert_eq!(p.candidate, Some(claim(warned)), "{p}");
-    assert!(p.what.contains("another candidate"), "{p}");
+    // Record 99 does not exist; record 1 is the entity's.
+    for seq in [99i64, 1] {
+        let (db, warned) = three_decisions().await;
+        sqlx::query(
+            "UPDATE promotions SET evidence_seq = $1
+             WHERE candidate_id = $2 AND candidate_kind = 'claim'",
+        )
+        .bind(seq)
+        .bind(warned)
+        .execute(db.pool())
+        .await
+        .unwrap();
+        let p = db.store.evidence_verify().await.unwrap().problem.unwrap();
+        assert_eq!(p.candidate, Some(claim(warned)), "record {seq}: {p}");
+        assert!(p.what.contains("another candidate"), "record {seq}: {p}");
+    }
 }
 
 /// Migration 20261224000001 turned the log's hex hashes into bytes; a chain written
