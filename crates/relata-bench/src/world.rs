@@ -88,10 +88,10 @@ impl World {
         // world that overrides the retry delays (the reliability scenarios) left its
         // retry queues on the broker when the harness assumed the default ones.
         let retry_delays_ms = match env.iter().rev().find(|(k, _)| *k == RETRY_DELAYS) {
-            Some((_, v)) => v
-                .split(',')
-                .map(|s| relata_core::settings::parse::<Millis>(RETRY_DELAYS, s).map(Millis::ms))
-                .collect::<Result<_, _>>()?,
+            Some((_, v)) => relata_core::settings::parse_list::<Millis>(RETRY_DELAYS, v)?
+                .into_iter()
+                .map(Millis::ms)
+                .collect(),
             None => TopologyConfig::default().retry_delays_ms,
         };
         let services = services();

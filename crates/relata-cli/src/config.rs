@@ -397,13 +397,11 @@ impl Config {
             config.queue.prefix = v;
         }
         if let Some(v) = env(lookup, "RELATA_RETRY_DELAYS_MS") {
-            config.queue.retry_delays_ms = v
-                .split(',')
-                .map(|s| {
-                    relata_core::settings::parse::<Millis>("RELATA_RETRY_DELAYS_MS", s)
-                        .map(Millis::ms)
-                })
-                .collect::<Result<_, _>>()?;
+            config.queue.retry_delays_ms =
+                relata_core::settings::parse_list::<Millis>("RELATA_RETRY_DELAYS_MS", &v)?
+                    .into_iter()
+                    .map(Millis::ms)
+                    .collect();
         }
         env_value(
             lookup,

@@ -52,6 +52,11 @@ pub fn parse<T: SettingValue>(key: &str, text: &str) -> Result<T, SettingError> 
     })
 }
 
+/// The comma-separated values of the setting `key` (`300,600`), each read by [`parse`].
+pub fn parse_list<T: SettingValue>(key: &str, text: &str) -> Result<Vec<T>, SettingError> {
+    text.split(',').map(|item| parse(key, item)).collect()
+}
+
 macro_rules! whole_numbers {
     ($($t:ty),*) => {$(
         impl SettingValue for $t {
@@ -247,6 +252,18 @@ mod tests {
             parse::<SocketAddr>("K", "0.0.0.0:9464").unwrap().port(),
             9464
         );
+    }
+
+    #[test]
+    fn a_list_reads_each_item_and_names_the_key_of_a_bad_one() {
+        assert_eq!(
+            parse_list::<Millis>("K", "300, 600").unwrap(),
+            [Millis::from_ms(300), Millis::from_ms(600)]
+        );
+        let e = parse_list::<Millis>("RELATA_D", "300,,600")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("RELATA_D") && e.contains("\"\""), "{e}");
     }
 
     #[test]
