@@ -80,23 +80,48 @@ impl EvidenceRecord {
     /// The record's own hash: sha256 over a JSON array of every field but `sha256`, in a
     /// fixed order, the time as RFC 3339 UTC with microseconds (what PostgreSQL keeps).
     pub fn compute_sha256(&self) -> String {
-        let canonical = serde_json::json!([
+        self.sha256_at(&decided_at_text(self.decided_at))
+    }
+
+    /// [`EvidenceRecord::compute_sha256`] with `decided_at` already formatted (a batch's
+    /// records share one time): the array is written straight into the hash, without a
+    /// JSON tree in between — the same bytes `serde_json` writes for that tree.
+    fn sha256_at(&self, decided_at: &str) -> String {
+        struct Hashing(Sha256);
+        impl std::io::Write for Hashing {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0.update(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut hashing = Hashing(Sha256::new());
+        let fields = (
             self.seq,
             self.candidate.kind.as_str(),
             self.candidate.id,
-            self.candidate_sha256,
+            &self.candidate_sha256,
             self.call_id,
-            self.task_version,
+            &self.task_version,
             self.actor_kind.as_str(),
-            self.actor,
+            &self.actor,
             self.decision.as_str(),
-            self.reasons,
-            self.note,
-            self.decided_at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
-            self.prev_sha256,
-        ]);
-        hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
+            &self.reasons,
+            &self.note,
+            decided_at,
+            &self.prev_sha256,
+        );
+        // Serializing strings, integers and options into memory cannot fail.
+        serde_json::to_writer(&mut hashing, &fields).expect("a record serializes");
+        hex::encode(hashing.0.finalize())
     }
+}
+
+/// The time as a record's hash covers it.
+fn decided_at_text(at: DateTime<Utc>) -> String {
+    at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
 }
 
 /// What one [`Store::promote_pending`] run did.
@@ -369,11 +394,15 @@ struct Unjudged {
     sha256: Option<String>,
 }
 
-// Each query selects: id, call id (null when the call is not on record), provenance
-// complete (SQL `relata_provenance_complete`, one definition for every kind), task
-// version, warnings, entity type, relation, sources, revision ids, proposed at, candidate
-// sha256 (the per-kind functions `relata_candidate_sha256` itself calls, over the row
-// already read).
+// An entity or a claim is one row of one extract call: its own columns, hashed where they
+// are read (`relata_entity_sha256(e)`, `relata_claim_sha256(c)`, the per-kind functions
+// `relata_candidate_sha256` itself calls), and the facts it shares with the other rows of
+// its call — the document's source, the call record (provenance complete, SQL
+// `relata_provenance_complete`, one definition for every kind), the job's task version —
+// which `CallFacts::read` looks up once per batch for each distinct document, call and
+// job instead of joining them to every row (a job writes ten rows and more).
+// Each query selects: id, call id, job id, document id, entity type, revision id,
+// proposed at (a claim's own time; an entity's is its call's), candidate sha256.
 //
 // Which rows are not yet judged is found by `unjudged_ids`, not by an anti join here:
 // with statistics taken while `promotions` was nearly empty (it grows by thousands of
@@ -381,32 +410,24 @@ struct Unjudged {
 // `NOT EXISTS` into a join that compared each candidate against every promotion of its
 // kind (a 10 s read for 500 rows), and a correlated subquery instead made it probe every
 // row above the cursor before sorting. Three plain index look-ups cannot go that way.
-const UNJUDGED_ENTITIES: &str = "
-    SELECT e.id, m.id, relata_provenance_complete(m),
-           coalesce(j.task_version_fingerprint, ''),
-           ARRAY(SELECT w.warning FROM warnings w WHERE w.entity_id = e.id ORDER BY w.id),
-           e.entity_type, NULL::text, ARRAY[d.source], ARRAY[e.revision_id],
-           coalesce(m.finished_at, now()), relata_entity_sha256(e)
+const ENTITY_ROWS: &str = "
+    SELECT e.id, e.call_id, e.job_id, e.document_id, e.entity_type, e.revision_id,
+           NULL::timestamptz, relata_entity_sha256(e)
     FROM entities e
-    JOIN documents d ON d.id = e.document_id
-    LEFT JOIN model_calls m ON m.id = e.call_id
-    LEFT JOIN jobs j ON j.job_id = e.job_id
     WHERE e.id = ANY($1)
     ORDER BY e.id";
 
-const UNJUDGED_CLAIMS: &str = "
-    SELECT c.id, m.id, relata_provenance_complete(m),
-           coalesce(j.task_version_fingerprint, ''),
-           ARRAY(SELECT w.warning FROM warnings w WHERE w.claim_id = c.id ORDER BY w.id),
-           NULL::text, NULL::text, ARRAY[d.source], ARRAY[c.revision_id],
+const CLAIM_ROWS: &str = "
+    SELECT c.id, c.call_id, c.job_id, c.document_id, NULL::text, c.revision_id,
            c.created_at, relata_claim_sha256(c)
     FROM claims c
-    JOIN documents d ON d.id = c.document_id
-    LEFT JOIN model_calls m ON m.id = c.call_id
-    LEFT JOIN jobs j ON j.job_id = c.job_id
     WHERE c.id = ANY($1)
     ORDER BY c.id";
 
+// A relation's rows come from two claims (and their documents) and its own call, so it
+// keeps the joins. Selects: id, call id (null when the call is not on record), provenance
+// complete, task version, warnings, entity type, relation, sources, revision ids,
+// proposed at, candidate sha256.
 const UNJUDGED_RELATIONS: &str = "
     SELECT x.id, m.id, relata_provenance_complete(m),
            x.task_version_fingerprint,
@@ -424,24 +445,192 @@ const UNJUDGED_RELATIONS: &str = "
     WHERE x.id = ANY($1)
     ORDER BY x.id";
 
+/// How a kind's candidate rows are read.
+#[derive(Clone, Copy)]
+enum RowsOf {
+    /// One row of one extract call: its rows, and its warnings for a range of its ids.
+    Call {
+        rows: &'static str,
+        warnings: &'static str,
+    },
+    Relation(&'static str),
+}
+
 /// Per candidate kind: the next ids above a cursor, in order; then the rows of given ids.
-const CANDIDATE_READS: [(RowKind, &str, &str); 3] = [
+const CANDIDATE_READS: [(RowKind, &str, RowsOf); 3] = [
     (
         RowKind::Entity,
         "SELECT id FROM entities WHERE id > $1 ORDER BY id LIMIT $2",
-        UNJUDGED_ENTITIES,
+        RowsOf::Call {
+            rows: ENTITY_ROWS,
+            warnings: "SELECT entity_id, warning FROM warnings
+                       WHERE entity_id >= $1 AND entity_id <= $2 ORDER BY entity_id, id",
+        },
     ),
     (
         RowKind::Claim,
         "SELECT id FROM claims WHERE id > $1 ORDER BY id LIMIT $2",
-        UNJUDGED_CLAIMS,
+        RowsOf::Call {
+            rows: CLAIM_ROWS,
+            warnings: "SELECT claim_id, warning FROM warnings
+                       WHERE claim_id >= $1 AND claim_id <= $2 ORDER BY claim_id, id",
+        },
     ),
     (
         RowKind::Relation,
         "SELECT id FROM claim_relations WHERE id > $1 ORDER BY id LIMIT $2",
-        UNJUDGED_RELATIONS,
+        RowsOf::Relation(UNJUDGED_RELATIONS),
     ),
 ];
+
+/// An entity or claim as read, before the facts of its call are joined to it.
+struct CallRow {
+    id: CandidateId,
+    call_id: i64,
+    job_id: String,
+    document_id: i64,
+    entity_type: Option<String>,
+    revision_id: i64,
+    proposed_at: Option<DateTime<Utc>>,
+    sha256: Option<String>,
+    warnings: Vec<String>,
+}
+
+/// Read the entity or claim rows of `ids` (ascending) and their warnings: the warnings
+/// of the whole id range in one scan of the kind's partial index, where a subquery per
+/// row descended it once per row.
+async fn call_rows(
+    tx: &mut sqlx::PgConnection,
+    kind: RowKind,
+    rows: &'static str,
+    warnings: &'static str,
+    ids: &[i64],
+) -> Result<Vec<CallRow>> {
+    let (Some(&first), Some(&last)) = (ids.first(), ids.last()) else {
+        return Ok(Vec::new());
+    };
+    let mut by_id: std::collections::HashMap<i64, Vec<String>> = std::collections::HashMap::new();
+    for r in sqlx::query(warnings)
+        .bind(first)
+        .bind(last)
+        .fetch_all(&mut *tx)
+        .await?
+    {
+        by_id.entry(r.try_get(0)?).or_default().push(r.try_get(1)?);
+    }
+    let read = sqlx::query(rows).bind(ids).fetch_all(&mut *tx).await?;
+    read.iter()
+        .map(|r| {
+            let id: i64 = r.try_get(0)?;
+            Ok(CallRow {
+                id: CandidateId { kind, id },
+                call_id: r.try_get(1)?,
+                job_id: r.try_get(2)?,
+                document_id: r.try_get(3)?,
+                entity_type: r.try_get(4)?,
+                revision_id: r.try_get(5)?,
+                proposed_at: r.try_get(6)?,
+                sha256: r.try_get(7)?,
+                warnings: by_id.remove(&id).unwrap_or_default(),
+            })
+        })
+        .collect()
+}
+
+/// What a batch's entity and claim rows share with the other rows of their call, read
+/// once per distinct document, call and job.
+struct CallFacts {
+    sources: std::collections::HashMap<i64, String>,
+    /// Per call on record: provenance complete, finished at.
+    calls: std::collections::HashMap<i64, (bool, DateTime<Utc>)>,
+    task_versions: std::collections::HashMap<String, String>,
+    /// The transaction's `now()`: an entity's proposal time when its call is not on
+    /// record, as the joined read gave it.
+    now: DateTime<Utc>,
+}
+
+impl CallFacts {
+    async fn read(tx: &mut sqlx::PgConnection, rows: &[CallRow]) -> Result<CallFacts> {
+        fn distinct<T: Ord + Clone>(items: impl Iterator<Item = T>) -> Vec<T> {
+            let set: std::collections::BTreeSet<T> = items.collect();
+            set.into_iter().collect()
+        }
+        let documents = distinct(rows.iter().map(|r| r.document_id));
+        let calls = distinct(rows.iter().map(|r| r.call_id));
+        let jobs = distinct(rows.iter().map(|r| r.job_id.clone()));
+        let sources = sqlx::query_as::<_, (i64, String)>(
+            "SELECT id, source FROM documents WHERE id = ANY($1)",
+        )
+        .bind(&documents)
+        .fetch_all(&mut *tx)
+        .await?
+        .into_iter()
+        .collect();
+        let calls = sqlx::query_as::<_, (i64, bool, DateTime<Utc>)>(
+            "SELECT m.id, relata_provenance_complete(m), m.finished_at
+             FROM model_calls m WHERE m.id = ANY($1)",
+        )
+        .bind(&calls)
+        .fetch_all(&mut *tx)
+        .await?
+        .into_iter()
+        .map(|(id, complete, finished)| (id, (complete, finished)))
+        .collect();
+        let task_versions = sqlx::query_as::<_, (String, String)>(
+            "SELECT job_id, task_version_fingerprint FROM jobs WHERE job_id = ANY($1)",
+        )
+        .bind(&jobs)
+        .fetch_all(&mut *tx)
+        .await?
+        .into_iter()
+        .collect();
+        let now = sqlx::query_scalar("SELECT now()")
+            .fetch_one(&mut *tx)
+            .await?;
+        Ok(CallFacts {
+            sources,
+            calls,
+            task_versions,
+            now,
+        })
+    }
+
+    /// The row with its call's facts; `None` when its document is not on record (the
+    /// joined read left such a row out: it stays unjudged, so unpromoted).
+    fn join(&self, row: CallRow) -> Result<Option<Unjudged>> {
+        let Some(source) = self.sources.get(&row.document_id) else {
+            return Ok(None);
+        };
+        let call = self.calls.get(&row.call_id);
+        let kind = row.id.kind;
+        Ok(Some(Unjudged {
+            id: row.id,
+            facts: CandidateFacts {
+                kind,
+                warnings: row
+                    .warnings
+                    .into_iter()
+                    .map(parse_label::<Warning>)
+                    .collect::<Result<_>>()?,
+                entity_type: row.entity_type.map(parse_label::<EntityType>).transpose()?,
+                relation: None,
+                sources: vec![source.clone()],
+                has_provenance: call.is_some_and(|(complete, _)| *complete),
+            },
+            call_id: call.map(|_| row.call_id),
+            task_version: self
+                .task_versions
+                .get(&row.job_id)
+                .cloned()
+                .unwrap_or_default(),
+            revision_ids: vec![row.revision_id],
+            proposed_at: row
+                .proposed_at
+                .unwrap_or_else(|| call.map_or(self.now, |(_, finished)| *finished)),
+            sha256: row.sha256,
+        }))
+    }
+}
 
 /// Up to `limit` ids of `kind` above `after` that have no promotion yet, in order, and
 /// how far the read got: the last id returned when the limit was reached, else the last
@@ -530,15 +719,19 @@ struct Head {
 struct Chain {
     head: Head,
     now: DateTime<Utc>,
+    /// `now` as each record's hash covers it, formatted once.
+    now_text: String,
     records: Vec<EvidenceRecord>,
 }
 
 impl Chain {
     fn new(head: Head) -> Chain {
+        // PostgreSQL keeps microseconds; the hash must be over what is stored.
+        let now = Utc::now().trunc_subsecs(6);
         Chain {
             head,
-            // PostgreSQL keeps microseconds; the hash must be over what is stored.
-            now: Utc::now().trunc_subsecs(6),
+            now,
+            now_text: decided_at_text(now),
             records: Vec::new(),
         }
     }
@@ -571,7 +764,7 @@ impl Chain {
             prev_sha256: self.head.sha256.clone(),
             sha256: String::new(),
         };
-        record.sha256 = record.compute_sha256();
+        record.sha256 = record.sha256_at(&self.now_text);
         self.head = Head {
             seq: record.seq,
             sha256: record.sha256.clone(),
@@ -743,6 +936,8 @@ impl Store {
             });
         };
         let mut todo = Vec::new();
+        let mut of_calls = Vec::new();
+        let mut relations = Vec::new();
         let mut reached = after;
         for (kind, ids_above, rows_of) in CANDIDATE_READS {
             let (ids, read_to) =
@@ -751,11 +946,25 @@ impl Store {
             if ids.is_empty() {
                 continue;
             }
-            let rows = sqlx::query(rows_of).bind(&ids).fetch_all(&mut *tx).await?;
-            for r in &rows {
-                todo.push(unjudged(kind, r)?);
+            match rows_of {
+                RowsOf::Call { rows, warnings } => {
+                    of_calls.extend(call_rows(&mut tx, kind, rows, warnings, &ids).await?);
+                }
+                RowsOf::Relation(rows) => {
+                    let rows = sqlx::query(rows).bind(&ids).fetch_all(&mut *tx).await?;
+                    for r in &rows {
+                        relations.push(unjudged(kind, r)?);
+                    }
+                }
             }
         }
+        if !of_calls.is_empty() {
+            let facts = CallFacts::read(&mut tx, &of_calls).await?;
+            for row in of_calls {
+                todo.extend(facts.join(row)?);
+            }
+        }
+        todo.extend(relations);
         let mut chain = Chain::new(head);
         let mut summary = PromoteSummary {
             reached,
@@ -1400,5 +1609,87 @@ impl Store {
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(evidence_record).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    /// The hash as it was first written: through a `serde_json::Value` tree. Every
+    /// record already in a log was hashed this way, so the streamed hash must match it.
+    fn through_a_tree(r: &EvidenceRecord) -> String {
+        let canonical = serde_json::json!([
+            r.seq,
+            r.candidate.kind.as_str(),
+            r.candidate.id,
+            r.candidate_sha256,
+            r.call_id,
+            r.task_version,
+            r.actor_kind.as_str(),
+            r.actor,
+            r.decision.as_str(),
+            r.reasons,
+            r.note,
+            r.decided_at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
+            r.prev_sha256,
+        ]);
+        hex::encode(Sha256::digest(canonical.to_string().as_bytes()))
+    }
+
+    #[test]
+    fn the_streamed_record_hash_is_the_hash_every_earlier_record_was_given() {
+        let base = EvidenceRecord {
+            seq: 1,
+            candidate: CandidateId {
+                kind: RowKind::Claim,
+                id: 42,
+            },
+            candidate_sha256: "ab".repeat(32),
+            call_id: Some(7),
+            task_version: "extract-v1".into(),
+            actor_kind: ActorKind::Policy,
+            actor: "claims-without-warnings".into(),
+            decision: EvidenceDecision::Allow,
+            reasons: Vec::new(),
+            note: None,
+            decided_at: Utc.with_ymd_and_hms(2026, 12, 3, 15, 4, 5).unwrap()
+                + chrono::Duration::microseconds(123_456),
+            prev_sha256: GENESIS_SHA256.into(),
+            sha256: String::new(),
+        };
+        let awkward =
+            "Ada \"Countess\" Lovelace\\ \u{0}\u{1f}\t\n\r\u{8}\u{c}\u{7f} é 漢 🦀 </script>";
+        let variants = [
+            base.clone(),
+            EvidenceRecord {
+                seq: i64::MAX,
+                candidate: CandidateId {
+                    kind: RowKind::Relation,
+                    id: i64::MIN,
+                },
+                call_id: None,
+                actor_kind: ActorKind::Reviewer,
+                actor: awkward.into(),
+                decision: EvidenceDecision::Reject,
+                reasons: vec![awkward.into(), String::new(), "warning: demoted".into()],
+                note: Some(awkward.into()),
+                task_version: awkward.into(),
+                ..base.clone()
+            },
+            EvidenceRecord {
+                note: Some(String::new()),
+                decided_at: Utc.with_ymd_and_hms(1999, 1, 1, 0, 0, 0).unwrap(),
+                ..base.clone()
+            },
+        ];
+        for r in &variants {
+            assert_eq!(r.compute_sha256(), through_a_tree(r), "{r:?}");
+        }
+        // And the hash covers what it should: one changed field, another hash.
+        let mut edited = base.clone();
+        edited.reasons.push("x".into());
+        assert_ne!(edited.compute_sha256(), base.compute_sha256());
     }
 }
