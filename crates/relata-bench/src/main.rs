@@ -59,6 +59,11 @@ enum Cmd {
         /// before promotion, for the before/after of its cost.
         #[arg(long)]
         no_promoter: bool,
+        /// Run both arms, promoter off and on, this many times each at every concurrency,
+        /// alternated (off, on, then on, off, …) so that a drift of the machine falls on
+        /// both; then print their medians. Skips the floor.
+        #[arg(long, conflicts_with = "no_promoter")]
+        pairs: Option<usize>,
     },
     /// The real corpus with the instant grounded fake model.
     Corpus {
@@ -101,6 +106,39 @@ enum Cmd {
     },
 }
 
+/// `overhead --pairs N`: both arms alternated, then their medians.
+async fn overhead_pairs(
+    relata: &std::path::Path,
+    chunks: usize,
+    concurrency: &[u16],
+    pairs: usize,
+    keep: bool,
+) -> Result<()> {
+    println!("promoter: off and on, {pairs} alternated pairs per concurrency");
+    overhead::print_header();
+    for &c in concurrency {
+        let (mut off, mut on) = (Vec::new(), Vec::new());
+        for i in 0..pairs {
+            let order = if i % 2 == 0 {
+                [false, true]
+            } else {
+                [true, false]
+            };
+            for promoter in order {
+                let run = overhead::run_one(relata, chunks, c, promoter, keep).await?;
+                overhead::print_run(promoter, c, &run, None);
+                if promoter {
+                    on.push(run);
+                } else {
+                    off.push(run);
+                }
+            }
+        }
+        overhead::print_pairs(c, &off, &on);
+    }
+    Ok(())
+}
+
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> Result<()> {
     let cli = Cli::parse();
@@ -117,63 +155,25 @@ async fn main() -> Result<()> {
             chunks,
             concurrency,
             no_promoter,
+            pairs,
         } => {
-            println!(
-                "promoter: {}",
-                if no_promoter {
-                    "off (RELATA_PROMOTER=false)"
-                } else {
-                    "on"
+            if let Some(pairs) = pairs {
+                overhead_pairs(&relata, chunks, &concurrency, pairs.max(1), cli.keep).await?;
+            } else {
+                println!(
+                    "promoter: {}",
+                    if no_promoter {
+                        "off (RELATA_PROMOTER=false)"
+                    } else {
+                        "on"
+                    }
+                );
+                overhead::print_header();
+                for c in concurrency {
+                    let run = overhead::run_one(&relata, chunks, c, !no_promoter, cli.keep).await?;
+                    let floor = overhead::floor(&relata, run.jobs as usize, 10, c).await?;
+                    overhead::print_run(!no_promoter, c, &run, Some(&floor));
                 }
-            );
-            println!(
-                "{:>4} {:>6} {:>7} {:>9} {:>10} {:>8} {:>8} {:>9} {:>9} {:>9} {:>8} {:>7}",
-                "conc",
-                "chunks",
-                "rows",
-                "ingest_s",
-                "chunks/s",
-                "rows/s",
-                "p50_ms",
-                "p99_ms",
-                "cpu_ms/j",
-                "rss_MiB",
-                "floor/s",
-                "ratio"
-            );
-            for c in concurrency {
-                let run = overhead::run_one(&relata, chunks, c, !no_promoter, cli.keep).await?;
-                let floor = overhead::floor(&relata, run.jobs as usize, 10, c).await?;
-                let floor_rate = run.jobs as f64 / (floor.queue_s + floor.store_s);
-                println!(
-                    "{:>4} {:>6} {:>7} {:>9.2} {:>10.1} {:>8.0} {:>8.2} {:>9.2} {:>9.3} {:>9.1} {:>8.1} {:>7.2}",
-                    c,
-                    run.jobs,
-                    run.rows,
-                    run.ingest_s,
-                    run.chunks_per_s(),
-                    run.rows_per_s(),
-                    run.p50_ms,
-                    run.p99_ms,
-                    run.cpu_ms_per_job,
-                    run.peak_rss_mib,
-                    floor_rate,
-                    run.chunks_per_s() / floor_rate
-                );
-                println!(
-                    "     states {:?}; candidates judged by the policy at exit {}/{}; span {:.2} s (worker wall incl. 2 s idle exit {:.2} s); floor: queue {:.2} s ({:.0} msg/s), store {:.2} s ({:.0} jobs/s, {:.0} rows/s); load {}",
-                    run.states,
-                    run.judged,
-                    run.candidates,
-                    run.span_s,
-                    run.wall_s,
-                    floor.queue_s,
-                    run.jobs as f64 / floor.queue_s,
-                    floor.store_s,
-                    run.jobs as f64 / floor.store_s,
-                    run.jobs as f64 * 10.0 / floor.store_s,
-                    world::loadavg()
-                );
             }
         }
         Cmd::Corpus {

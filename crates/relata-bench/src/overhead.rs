@@ -13,7 +13,7 @@ use relata_queue::{Broker, OutgoingJob};
 use relata_store::Store;
 
 use crate::responder::{Mode, Responder};
-use crate::world::{World, clock_ticks, percentile, wait_sampling};
+use crate::world::{MachineCpu, World, clock_ticks, percentile, wait_watching};
 
 /// A synthetic document: five sentences, each naming an entity unique to the document
 /// (so no candidate pairs: this measures the extract path), about 600 bytes.
@@ -55,6 +55,15 @@ pub struct WorkerRun {
     /// policy had judged: all of them with the promoter on, none with it off.
     pub candidates: i64,
     pub judged: i64,
+    /// CPU over the worker's whole life (start to exit, the promoter's last pass
+    /// included), in seconds: the machine's busy time (every process: the worker, the
+    /// database, the broker, this bench's fake model), the share of it this run's
+    /// database backends used, and the time the machine waited on I/O or was stolen by
+    /// the hypervisor (neither is in busy).
+    pub machine_busy_s: f64,
+    pub database_cpu_s: f64,
+    pub iowait_s: f64,
+    pub steal_s: f64,
 }
 
 impl WorkerRun {
@@ -63,6 +72,11 @@ impl WorkerRun {
     }
     pub fn rows_per_s(&self) -> f64 {
         self.rows as f64 / self.span_s
+    }
+    /// The machine's busy CPU per chunk: what throughput comes to on a machine whose
+    /// cores are the limit, and unlike chunks/s not moved by time stolen from it.
+    pub fn machine_ms_per_chunk(&self) -> f64 {
+        self.machine_busy_s * 1000.0 / self.jobs.max(1) as f64
     }
 }
 
@@ -105,12 +119,15 @@ pub async fn run_one(
     let corpus = world.dir.join("corpus.jsonl");
     write_synthetic(&corpus, chunks)?;
     let ingest = world.ingest(&corpus)?;
+    let cpu_before = MachineCpu::read().unwrap_or_default();
     let child = world.spawn_worker(
         "extract",
         &["--concurrency", &c, "--exit-when-idle", "2"],
         None,
     )?;
-    let (status, proc_stats, wall) = wait_sampling(child, Duration::from_secs(900)).await?;
+    let (status, proc_stats, database_ticks, wall) =
+        wait_watching(child, Duration::from_secs(900), Some(world.database_name())).await?;
+    let cpu = MachineCpu::read().unwrap_or_default().since(cpu_before);
     if !status.success() {
         bail!("worker exited with {status}");
     }
@@ -137,6 +154,10 @@ pub async fn run_one(
         states,
         candidates,
         judged,
+        machine_busy_s: cpu.busy as f64 / ticks,
+        database_cpu_s: database_ticks as f64 / ticks,
+        iowait_s: cpu.iowait as f64 / ticks,
+        steal_s: cpu.steal as f64 / ticks,
     };
     world.teardown(keep).await;
     Ok(run)
@@ -211,4 +232,210 @@ pub async fn floor(
     store.close().await;
     world.teardown(false).await;
     Ok(Floor { queue_s, store_s })
+}
+
+pub fn print_header() {
+    println!(
+        "{:>3} {:>4} {:>6} {:>7} {:>9} {:>10} {:>8} {:>8} {:>9} {:>9} {:>11} {:>8} {:>8} {:>9} {:>8} {:>7}",
+        "pro",
+        "conc",
+        "chunks",
+        "rows",
+        "ingest_s",
+        "chunks/s",
+        "rows/s",
+        "p50_ms",
+        "p99_ms",
+        "cpu_ms/j",
+        "machine_ms/c",
+        "db_cpu_s",
+        "steal_s",
+        "rss_MiB",
+        "floor/s",
+        "ratio"
+    );
+}
+
+/// One run's line (and its details); `floor` when it was measured.
+pub fn print_run(promoter: bool, c: u16, run: &WorkerRun, floor: Option<&Floor>) {
+    let floor_rate = floor.map(|f| run.jobs as f64 / (f.queue_s + f.store_s));
+    let show = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
+    println!(
+        "{:>3} {:>4} {:>6} {:>7} {:>9.2} {:>10.1} {:>8.0} {:>8.2} {:>9.2} {:>9.3} {:>11.3} {:>8.2} {:>8.2} {:>9.1} {:>8} {:>7}",
+        if promoter { "on" } else { "off" },
+        c,
+        run.jobs,
+        run.rows,
+        run.ingest_s,
+        run.chunks_per_s(),
+        run.rows_per_s(),
+        run.p50_ms,
+        run.p99_ms,
+        run.cpu_ms_per_job,
+        run.machine_ms_per_chunk(),
+        run.database_cpu_s,
+        run.steal_s,
+        run.peak_rss_mib,
+        floor_rate.map_or_else(|| "-".to_owned(), |r| format!("{r:.1}")),
+        show(floor_rate.map(|r| run.chunks_per_s() / r)),
+    );
+    let floor_line = floor.map_or_else(String::new, |f| {
+        format!(
+            "; floor: queue {:.2} s ({:.0} msg/s), store {:.2} s ({:.0} jobs/s, {:.0} rows/s)",
+            f.queue_s,
+            run.jobs as f64 / f.queue_s,
+            f.store_s,
+            run.jobs as f64 / f.store_s,
+            run.jobs as f64 * 10.0 / f.store_s,
+        )
+    });
+    println!(
+        "     states {:?}; candidates judged by the policy at exit {}/{}; span {:.2} s (worker wall incl. 2 s idle exit {:.2} s); machine busy {:.1} s, iowait {:.1} s, steal {:.1} s over the worker's life{floor_line}; load {}",
+        run.states,
+        run.judged,
+        run.candidates,
+        run.span_s,
+        run.wall_s,
+        run.machine_busy_s,
+        run.iowait_s,
+        run.steal_s,
+        crate::world::loadavg()
+    );
+}
+
+/// Both arms of `overhead --pairs`, compared.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PairSummary {
+    pub off_rate: f64,
+    pub on_rate: f64,
+    /// on / off − 1 of the medians of chunks/s.
+    pub rate_change: f64,
+    /// The median over pairs of on / off − 1 (each pair ran minutes apart at most).
+    pub pairwise_rate_change: f64,
+    pub off_cpu_ms: f64,
+    pub on_cpu_ms: f64,
+    /// What the medians of the machine's CPU per chunk imply for throughput where the
+    /// cores are the limit: off / on − 1.
+    pub cpu_bound_change: f64,
+}
+
+/// Compare the arms run by run: `off[i]` and `on[i]` ran as a pair.
+pub fn summarize(off: &[WorkerRun], on: &[WorkerRun]) -> PairSummary {
+    let rates = |r: &[WorkerRun]| median(r.iter().map(WorkerRun::chunks_per_s).collect());
+    let cpus = |r: &[WorkerRun]| median(r.iter().map(WorkerRun::machine_ms_per_chunk).collect());
+    let (off_rate, on_rate) = (rates(off), rates(on));
+    let (off_cpu_ms, on_cpu_ms) = (cpus(off), cpus(on));
+    PairSummary {
+        off_rate,
+        on_rate,
+        rate_change: on_rate / off_rate - 1.0,
+        pairwise_rate_change: median(
+            off.iter()
+                .zip(on)
+                .map(|(a, b)| b.chunks_per_s() / a.chunks_per_s() - 1.0)
+                .collect(),
+        ),
+        off_cpu_ms,
+        on_cpu_ms,
+        cpu_bound_change: off_cpu_ms / on_cpu_ms - 1.0,
+    }
+}
+
+pub fn print_pairs(c: u16, off: &[WorkerRun], on: &[WorkerRun]) {
+    let s = summarize(off, on);
+    let list = |r: &[WorkerRun], f: fn(&WorkerRun) -> f64| {
+        r.iter()
+            .map(|r| format!("{:.1}", f(r)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    println!(
+        "C = {c}, {} pairs: chunks/s off [{}] median {:.1}; on [{}] median {:.1}; change of the medians {:+.1}%, pairwise median {:+.1}%",
+        off.len().min(on.len()),
+        list(off, WorkerRun::chunks_per_s),
+        s.off_rate,
+        list(on, WorkerRun::chunks_per_s),
+        s.on_rate,
+        s.rate_change * 100.0,
+        s.pairwise_rate_change * 100.0,
+    );
+    println!(
+        "C = {c}: machine CPU ms per chunk off [{}] median {:.2}; on [{}] median {:.2}; throughput where the cores are the limit {:+.1}%",
+        list(off, WorkerRun::machine_ms_per_chunk),
+        s.off_cpu_ms,
+        list(on, WorkerRun::machine_ms_per_chunk),
+        s.on_cpu_ms,
+        s.cpu_bound_change * 100.0,
+    );
+}
+
+/// The median (the mean of the middle two of an even count); NaN when empty.
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(jobs: i64, span_s: f64, machine_busy_s: f64) -> WorkerRun {
+        WorkerRun {
+            jobs,
+            rows: jobs * 10,
+            ingest_s: 0.0,
+            span_s,
+            wall_s: span_s + 2.0,
+            p50_ms: 0.0,
+            p99_ms: 0.0,
+            cpu_ms_per_job: 0.0,
+            peak_rss_mib: 0.0,
+            states: Vec::new(),
+            candidates: 0,
+            judged: 0,
+            machine_busy_s,
+            database_cpu_s: 0.0,
+            iowait_s: 0.0,
+            steal_s: 0.0,
+        }
+    }
+
+    #[test]
+    fn pairs_compare_medians_pairwise_ratios_and_cpu_per_chunk() {
+        // chunks/s off 100, 200, 400; on 90, 190, 300. CPU ms/chunk off 5, 5, 6; on 5.5 x3.
+        let off = [
+            run(1000, 10.0, 5.0),
+            run(1000, 5.0, 5.0),
+            run(1000, 2.5, 6.0),
+        ];
+        let on = [
+            run(1000, 1000.0 / 90.0, 5.5),
+            run(1000, 1000.0 / 190.0, 5.5),
+            run(1000, 1000.0 / 300.0, 5.5),
+        ];
+        let s = summarize(&off, &on);
+        assert!((s.off_rate - 200.0).abs() < 1e-9);
+        assert!((s.on_rate - 190.0).abs() < 1e-9);
+        assert!((s.rate_change - (-0.05)).abs() < 1e-9);
+        // Pairs: -10%, -5%, -25% → median -10%.
+        assert!((s.pairwise_rate_change - (-0.10)).abs() < 1e-9);
+        assert!((s.off_cpu_ms - 5.0).abs() < 1e-9);
+        assert!((s.on_cpu_ms - 5.5).abs() < 1e-9);
+        assert!((s.cpu_bound_change - (5.0 / 5.5 - 1.0)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        assert_eq!(median(vec![4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert!(median(Vec::new()).is_nan());
+    }
 }

@@ -1,6 +1,7 @@
 //! One run's world: a fresh database and queue prefix, `relata` processes pointed at them,
 //! and what the benchmark reads back (the ledger, /proc).
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -125,6 +126,11 @@ impl World {
             bail!("migrate: {}", String::from_utf8_lossy(&out.stderr));
         }
         Ok(world)
+    }
+
+    /// The world's database name (unique to the run).
+    pub fn database_name(&self) -> &str {
+        self.harness.db.name()
     }
 
     pub fn command(&self, args: &[&str]) -> Command {
@@ -275,12 +281,27 @@ pub fn read_proc(pid: u32) -> Option<ProcStats> {
 
 /// Wait for a child to exit (at most `within`, then SIGKILL), sampling /proc every 50 ms.
 pub async fn wait_sampling(
-    mut child: Child,
+    child: Child,
     within: Duration,
 ) -> Result<(ExitStatus, ProcStats, Duration)> {
+    let (status, stats, _, wall) = wait_watching(child, within, None).await?;
+    Ok((status, stats, wall))
+}
+
+/// [`wait_sampling`], and the CPU ticks the PostgreSQL backends connected to `database`
+/// used while the child ran (each backend's last reading; a backend's CPU after the
+/// last sample before it exits, at most 250 ms of it, is missed).
+pub async fn wait_watching(
+    mut child: Child,
+    within: Duration,
+    database: Option<&str>,
+) -> Result<(ExitStatus, ProcStats, u64, Duration)> {
     let pid = child.id();
     let started = Instant::now();
     let mut last = ProcStats::default();
+    let mut backends: HashMap<u32, u64> = HashMap::new();
+    let mut next_scan = started;
+    let backend_ticks = |b: &HashMap<u32, u64>| b.values().copied().sum::<u64>();
     loop {
         if let Some(s) = read_proc(pid) {
             last = ProcStats {
@@ -288,16 +309,98 @@ pub async fn wait_sampling(
                 cpu_ticks: s.cpu_ticks.max(last.cpu_ticks),
             };
         }
+        if let Some(db) = database
+            && Instant::now() >= next_scan
+        {
+            for (bpid, ticks) in database_backends(db) {
+                let e = backends.entry(bpid).or_default();
+                *e = (*e).max(ticks);
+            }
+            next_scan = Instant::now() + Duration::from_millis(250);
+        }
         if let Some(status) = child.try_wait()? {
-            return Ok((status, last, started.elapsed()));
+            return Ok((status, last, backend_ticks(&backends), started.elapsed()));
         }
         if started.elapsed() > within {
             let _ = child.kill();
             let status = child.wait()?;
             eprintln!("worker {pid} did not exit within {within:?}; killed");
-            return Ok((status, last, started.elapsed()));
+            return Ok((status, last, backend_ticks(&backends), started.elapsed()));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// The PostgreSQL backends connected to `database` and the CPU ticks each has used so
+/// far. A backend names its database in its command line (`postgres: USER DATABASE
+/// HOST(PORT) STATE`); the world's database name is unique to the run.
+fn database_backends(database: &str) -> Vec<(u32, u64)> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let needle = format!(" {database} ");
+    let mut out = Vec::new();
+    for entry in dir.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(cmdline) = std::fs::read(format!("/proc/{pid}/cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        if cmdline.starts_with("postgres: ")
+            && cmdline.contains(&needle)
+            && let Some(s) = read_proc(pid)
+        {
+            out.push((pid, s.cpu_ticks));
+        }
+    }
+    out
+}
+
+/// The whole machine's CPU time (`/proc/stat`'s first line), in clock ticks: what every
+/// process used, relata's or not; steal is time the hypervisor gave the neighbours.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MachineCpu {
+    /// user + nice + system + irq + softirq (guest time is inside user).
+    pub busy: u64,
+    pub iowait: u64,
+    pub steal: u64,
+}
+
+impl MachineCpu {
+    pub fn read() -> Option<MachineCpu> {
+        MachineCpu::parse(&std::fs::read_to_string("/proc/stat").ok()?)
+    }
+
+    fn parse(stat: &str) -> Option<MachineCpu> {
+        let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+        let f: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .map(str::parse)
+            .collect::<Result<_, _>>()
+            .ok()?;
+        let at = |i: usize| f.get(i).copied().unwrap_or(0);
+        // user nice system idle iowait irq softirq steal guest guest_nice
+        Some(MachineCpu {
+            busy: at(0) + at(1) + at(2) + at(5) + at(6),
+            iowait: at(4),
+            steal: at(7),
+        })
+    }
+
+    /// What was used between `earlier` and `self`.
+    pub fn since(self, earlier: MachineCpu) -> MachineCpu {
+        MachineCpu {
+            busy: self.busy.saturating_sub(earlier.busy),
+            iowait: self.iowait.saturating_sub(earlier.iowait),
+            steal: self.steal.saturating_sub(earlier.steal),
+        }
     }
 }
 
@@ -359,6 +462,30 @@ pub fn free_port() -> Result<u16> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_machines_busy_time_leaves_out_idle_iowait_and_steal() {
+        let stat = "cpu  100 5 40 9000 70 3 2 11 0 0\ncpu0 50 2 20 4500 35 1 1 5 0 0\n";
+        let before = MachineCpu::parse(stat).unwrap();
+        assert_eq!(
+            before,
+            MachineCpu {
+                busy: 150,
+                iowait: 70,
+                steal: 11
+            }
+        );
+        let after = MachineCpu::parse("cpu  160 5 50 9100 75 3 2 31 0 0\n").unwrap();
+        assert_eq!(
+            after.since(before),
+            MachineCpu {
+                busy: 70,
+                iowait: 5,
+                steal: 20
+            }
+        );
+        assert_eq!(MachineCpu::parse("intr 1 2 3\n"), None);
+    }
 
     #[test]
     fn the_pool_size_is_the_setting_and_a_bad_one_names_the_key() {
