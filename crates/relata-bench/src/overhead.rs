@@ -236,7 +236,7 @@ pub async fn floor(
 
 pub fn print_header() {
     println!(
-        "{:>3} {:>4} {:>6} {:>7} {:>9} {:>10} {:>8} {:>8} {:>9} {:>9} {:>11} {:>8} {:>8} {:>9} {:>8} {:>7}",
+        "{:<3} {:>4} {:>6} {:>7} {:>9} {:>10} {:>8} {:>8} {:>9} {:>9} {:>11} {:>8} {:>8} {:>9} {:>8} {:>7}",
         "pro",
         "conc",
         "chunks",
@@ -261,7 +261,7 @@ pub fn print_run(promoter: bool, c: u16, run: &WorkerRun, floor: Option<&Floor>)
     let floor_rate = floor.map(|f| run.jobs as f64 / (f.queue_s + f.store_s));
     let show = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
     println!(
-        "{:>3} {:>4} {:>6} {:>7} {:>9.2} {:>10.1} {:>8.0} {:>8.2} {:>9.2} {:>9.3} {:>11.3} {:>8.2} {:>8.2} {:>9.1} {:>8} {:>7}",
+        "{:<3} {:>4} {:>6} {:>7} {:>9.2} {:>10.1} {:>8.0} {:>8.2} {:>9.2} {:>9.3} {:>11.3} {:>8.2} {:>8.2} {:>9.1} {:>8} {:>7}",
         if promoter { "on" } else { "off" },
         c,
         run.jobs,
@@ -343,29 +343,32 @@ pub fn summarize(off: &[WorkerRun], on: &[WorkerRun]) -> PairSummary {
 
 pub fn print_pairs(c: u16, off: &[WorkerRun], on: &[WorkerRun]) {
     let s = summarize(off, on);
-    let list = |r: &[WorkerRun], f: fn(&WorkerRun) -> f64| {
+    let list = |r: &[WorkerRun], f: fn(&WorkerRun) -> f64, places: usize| {
         r.iter()
-            .map(|r| format!("{:.1}", f(r)))
+            .map(|r| format!("{:.places$}", f(r)))
             .collect::<Vec<_>>()
             .join(", ")
     };
+    let db_cpu = |r: &[WorkerRun]| median(r.iter().map(|r| r.database_cpu_s).collect());
     println!(
         "C = {c}, {} pairs: chunks/s off [{}] median {:.1}; on [{}] median {:.1}; change of the medians {:+.1}%, pairwise median {:+.1}%",
         off.len().min(on.len()),
-        list(off, WorkerRun::chunks_per_s),
+        list(off, WorkerRun::chunks_per_s, 1),
         s.off_rate,
-        list(on, WorkerRun::chunks_per_s),
+        list(on, WorkerRun::chunks_per_s, 1),
         s.on_rate,
         s.rate_change * 100.0,
         s.pairwise_rate_change * 100.0,
     );
     println!(
-        "C = {c}: machine CPU ms per chunk off [{}] median {:.2}; on [{}] median {:.2}; throughput where the cores are the limit {:+.1}%",
-        list(off, WorkerRun::machine_ms_per_chunk),
+        "C = {c}: machine CPU ms per chunk off [{}] median {:.2}; on [{}] median {:.2}; throughput where the cores are the limit {:+.1}%; the run's database backends' CPU, median, off {:.2} s, on {:.2} s",
+        list(off, WorkerRun::machine_ms_per_chunk, 2),
         s.off_cpu_ms,
-        list(on, WorkerRun::machine_ms_per_chunk),
+        list(on, WorkerRun::machine_ms_per_chunk, 2),
         s.on_cpu_ms,
         s.cpu_bound_change * 100.0,
+        db_cpu(off),
+        db_cpu(on),
     );
 }
 

@@ -320,6 +320,7 @@ async fn a_candidate_without_its_model_call_record_is_denied() {
     let (gone, _) = clean_claim(s, "d1", "Beta Inc").await;
     let (kept, origin) = clean_claim(s, "d2", "Beta Inc").await;
     let relation = contradicts(s, gone, kept, &origin).await;
+    let (unnamed, _) = clean_claim(s, "d3", "Gamma Ltd").await;
     // Behind relata's back, with the foreign keys switched off for this session (a
     // superuser can): the first claim's call record (and its entity's) disappears...
     let mut conn = db.pool().acquire().await.unwrap();
@@ -345,6 +346,15 @@ async fn a_candidate_without_its_model_call_record_is_denied() {
     .execute(&mut *conn)
     .await
     .unwrap();
+    // ...and the third claim's call record (its entity's too) names no schema.
+    sqlx::query(
+        "UPDATE model_calls SET schema_sha256 = ''
+         WHERE id = (SELECT call_id FROM claims WHERE id = $1)",
+    )
+    .bind(unnamed)
+    .execute(&mut *conn)
+    .await
+    .unwrap();
     drop(conn);
     let allow_all: Vec<relata_core::Rule> =
         serde_json::from_str(r#"[{"name": "everything", "decision": "allow"}]"#).unwrap();
@@ -358,9 +368,9 @@ async fn a_candidate_without_its_model_call_record_is_denied() {
         decided,
         [
             (RowKind::Claim, PolicyDecision::Allow, 1),
-            (RowKind::Claim, PolicyDecision::Deny, 1),
+            (RowKind::Claim, PolicyDecision::Deny, 2),
             (RowKind::Entity, PolicyDecision::Allow, 1),
-            (RowKind::Entity, PolicyDecision::Deny, 1),
+            (RowKind::Entity, PolicyDecision::Deny, 2),
             (RowKind::Relation, PolicyDecision::Deny, 1),
         ],
         "{summary:?}"
@@ -383,6 +393,15 @@ async fn a_candidate_without_its_model_call_record_is_denied() {
         shown.candidate.rule.as_deref(),
         Some(relata_core::promotion::NO_PROVENANCE)
     );
+    // A call on record but incomplete: denied for provenance, and the evidence still
+    // names the call it was.
+    let shown = s.review_show(claim(unnamed)).await.unwrap().unwrap();
+    assert_eq!(shown.candidate.state, PromotionState::Denied);
+    assert_eq!(
+        shown.candidate.rule.as_deref(),
+        Some(relata_core::promotion::NO_PROVENANCE)
+    );
+    assert!(shown.evidence[0].call_id.is_some());
     assert_eq!(state_of(s, claim(kept)).await, PromotionState::Promoted);
     let exported: Vec<ExportRecord> = s.export(true, false).try_collect().await.unwrap();
     let claims: Vec<i64> = exported
