@@ -340,9 +340,7 @@ pub async fn promote(config: &Config, json: bool) -> Result<u8> {
             .promote_pending_after(&policy, batch, true, cursor)
             .await?;
         cursor = s.reached;
-        if s.total() == 0 {
-            break;
-        }
+        let more = s.more;
         for (k, d, n) in s.decided {
             match total
                 .decided
@@ -352,6 +350,9 @@ pub async fn promote(config: &Config, json: bool) -> Result<u8> {
                 Some((_, _, m)) => *m += n,
                 None => total.decided.push((k, d, n)),
             }
+        }
+        if !more {
+            break;
         }
     }
     total.decided.sort();

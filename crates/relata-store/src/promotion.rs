@@ -134,6 +134,11 @@ pub struct PromoteSummary {
     /// Where the next batch of the same pass goes on from.
     #[serde(skip)]
     pub reached: PromoteCursor,
+    /// A kind's read stopped at the limit, so more candidates may wait above `reached`;
+    /// when false, every candidate that had been committed when the batch read was
+    /// judged (by it or before it).
+    #[serde(skip)]
+    pub more: bool,
 }
 
 /// How far a promotion pass has read, per candidate kind: the highest id it has read,
@@ -933,16 +938,19 @@ impl Store {
                 decided: Vec::new(),
                 busy: true,
                 reached: after,
+                more: true,
             });
         };
         let mut todo = Vec::new();
         let mut of_calls = Vec::new();
         let mut relations = Vec::new();
         let mut reached = after;
+        let mut more = false;
         for (kind, ids_above, rows_of) in CANDIDATE_READS {
             let (ids, read_to) =
                 unjudged_ids(&mut tx, kind, ids_above, after.get(kind), limit).await?;
             reached.advance(kind, read_to);
+            more |= i64::try_from(ids.len()).unwrap_or(i64::MAX) >= limit;
             if ids.is_empty() {
                 continue;
             }
@@ -968,6 +976,7 @@ impl Store {
         let mut chain = Chain::new(head);
         let mut summary = PromoteSummary {
             reached,
+            more,
             ..PromoteSummary::default()
         };
         let n = todo.len();

@@ -169,9 +169,14 @@ impl Promoter {
         }
     }
 
-    /// One pass over the candidates above `from`: judge batches until none is left (or,
-    /// unless `wait`, another promoter holds the chain), then refresh the gauges.
-    /// Returns the decisions recorded and how far the pass read.
+    /// One pass over the candidates above `from`: judge full batches until one drains
+    /// what was there (or, unless `wait`, another promoter holds the chain), then
+    /// refresh the gauges. Returns the decisions recorded and how far the pass read.
+    ///
+    /// A pass does not chase the workers: once a batch comes back short, what they
+    /// commit after it waits for the next tick. Chasing them turned every tick into
+    /// hundreds of small transactions, each paying a batch's fixed reads, its chain
+    /// lock and its commit for a few dozen rows (BENCHMARKS.md §1b, series 17).
     pub async fn pass(
         &self,
         wait: bool,
@@ -194,7 +199,7 @@ impl Promoter {
                 .emit(&self.metrics);
             }
             total += s.total();
-            if s.busy || s.total() == 0 {
+            if s.busy || !s.more {
                 break;
             }
         }

@@ -793,8 +793,14 @@ async fn a_pass_goes_on_from_its_cursor_and_a_pass_from_the_start_finds_what_it_
             .await
             .unwrap();
         if summary.total() == 0 {
+            assert!(
+                !summary.more,
+                "an empty batch found all judged: {summary:?}"
+            );
             break;
         }
+        // A batch that filled its limit cannot know whether more wait above it.
+        assert!(summary.more, "{summary:?}");
         assert!(summary.reached.get(RowKind::Claim) > cursor.get(RowKind::Claim));
         cursor = summary.reached;
         batches.push(summary.total());
@@ -821,6 +827,10 @@ async fn a_pass_goes_on_from_its_cursor_and_a_pass_from_the_start_finds_what_it_
         .await
         .unwrap();
     assert_eq!(summary.total(), 2, "{summary:?}");
+    assert!(
+        !summary.more,
+        "a batch below its limit drained what was there: {summary:?}"
+    );
     assert_eq!(state_of(s, claim(late)).await, PromotionState::Promoted);
     verify_ok(s).await;
 }
