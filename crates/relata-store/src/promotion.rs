@@ -135,8 +135,9 @@ pub struct PromoteSummary {
     #[serde(skip)]
     pub reached: PromoteCursor,
     /// A kind's read stopped at the limit, so more candidates may wait above `reached`;
-    /// when false, every candidate that had been committed when the batch read was
-    /// judged (by it or before it).
+    /// when false, every candidate above the batch's cursor that was committed when it
+    /// read was judged, by it or before it (bar a row whose document is not on record,
+    /// which stays unjudged).
     #[serde(skip)]
     pub more: bool,
 }
