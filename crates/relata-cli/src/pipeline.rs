@@ -263,6 +263,7 @@ pub async fn worker(config: &Config, args: WorkerArgs) -> Result<u8> {
             },
             promotion_metrics,
         );
+        let proposals = promoter.proposals();
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let task = tokio::spawn(promoter.run(
             async move {
@@ -270,7 +271,7 @@ pub async fn worker(config: &Config, args: WorkerArgs) -> Result<u8> {
             },
             Duration::from_secs(10),
         ));
-        Some((stop, task))
+        Some((stop, task, proposals))
     } else {
         tracing::info!(
             "no promoter in this worker ([review] promoter = false): its candidates wait for another worker's promoter or `relata promote`"
@@ -279,17 +280,13 @@ pub async fn worker(config: &Config, args: WorkerArgs) -> Result<u8> {
     };
 
     let broker = broker(config).await?;
-    let worker = Arc::new(Worker::new(
-        settings,
-        store,
-        broker,
-        model,
-        gate,
-        job_metrics,
-        readiness,
-    ));
+    let mut worker = Worker::new(settings, store, broker, model, gate, job_metrics, readiness);
+    if let Some((_, _, proposals)) = &promoter {
+        worker = worker.with_proposals(proposals.clone());
+    }
+    let worker = Arc::new(worker);
     let run = worker.run(crate::signal::shutdown()).await;
-    if let Some((stop, task)) = promoter {
+    if let Some((stop, task, _)) = promoter {
         let _ = stop.send(());
         let _ = task.await;
     }

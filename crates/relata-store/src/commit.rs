@@ -3,7 +3,10 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 
-use relata_core::{Handle, JobId, JobInput, Reason, RowKind, Task};
+use chrono::{DateTime, Utc};
+use relata_core::{
+    CandidateFacts, CandidateId, EntityType, Handle, JobId, JobInput, Reason, RowKind, Task,
+};
 use relata_validate::{
     AcceptedEntity, ClassifyRows, ExtractRows, Finding, Judgement, Rejection, Verdict,
 };
@@ -15,6 +18,7 @@ use crate::jobs::{
     CallColumns, LockedJob, bounded, check_call_version, finish_job, insert_call, lock_job,
 };
 use crate::normalize::normalize_name;
+use crate::promotion::{Candidate, read_candidates};
 use crate::types::{
     CallOutcome, ChunkRow, CommitOutcome, Committed, JobState, NewModelCall, RowCounts,
 };
@@ -94,12 +98,14 @@ impl Store {
         let query = query.bind(call_row.columns.sent_schema_sha256); // $43
         let written = Written::read(query.fetch_all(&self.pool).await?)?;
 
-        let Some(call_id) = written.call_id else {
+        let Some(written_call) = &written.call else {
             return self.refused_extract(job_id, call, chunk).await;
         };
+        let call_id = written_call.id;
         let entity_ids =
             written.ids_of(RowKind::Entity, rows.entities().iter().map(|e| e.index()))?;
         let claim_ids = written.ids_of(RowKind::Claim, rows.claims().iter().map(|c| c.index()))?;
+        let candidates = written.candidates(written_call, &guard.fingerprint, chunk, rows)?;
         let counts = RowCounts {
             entities: entity_ids.len(),
             claims: claim_ids.len(),
@@ -114,6 +120,7 @@ impl Store {
             claim_ids,
             relation_ids: Vec::new(),
             counts,
+            candidates,
         }))
     }
 
@@ -222,6 +229,9 @@ impl Store {
             &judgement.rejections(),
         )
         .await?;
+        // A relation's facts come from its two claims' documents: read here, in the
+        // commit's transaction, by the sweep's own read.
+        let candidates = read_candidates(&mut tx, RowKind::Relation, &relation_ids).await?;
         finish_job(&mut tx, job_id, state).await?;
         tx.commit().await?;
         Ok(CommitOutcome::Committed(Committed {
@@ -231,6 +241,7 @@ impl Store {
             claim_ids: Vec::new(),
             relation_ids,
             counts,
+            candidates,
         }))
     }
 
@@ -285,6 +296,7 @@ impl Store {
                 rejections,
                 ..RowCounts::default()
             },
+            candidates: Vec::new(),
         }))
     }
 }
@@ -353,6 +365,12 @@ async fn insert_rejections(
 /// `call`, which reads `job`: the guard decides for all of them. Foreign keys between
 /// rows inserted by sibling steps (a claim's entity, a warning's row) are checked at the
 /// end of the statement, when all of them exist.
+///
+/// It returns what the promotion policy needs of every row it wrote, so that nothing is
+/// read back to judge them: each entity's and claim's canonical-content hash (the same
+/// `relata_*_sha256` functions `relata evidence verify` recomputes, over the rows as
+/// stored), a claim's time, and the call's provenance (`relata_provenance_complete`), time
+/// and document source.
 const COMMIT_EXTRACT: &str = "
 WITH job AS (
     UPDATE jobs SET state = $2, attempts = attempts + 1, completed_at = now(), updated_at = now()
@@ -367,7 +385,7 @@ WITH job AS (
     SELECT job.job_id, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19,
            $43
     FROM job
-    RETURNING id
+    RETURNING id, relata_provenance_complete(model_calls) AS complete, finished_at
 ), e AS (
     INSERT INTO entities (call_id, job_id, document_id, revision_id, chunk_id, row_index, name,
                           name_normalized, entity_type)
@@ -375,7 +393,7 @@ WITH job AS (
     FROM call, UNNEST($22::int[], $23::text[], $24::text[], $25::text[])
          WITH ORDINALITY AS r(row_index, name, name_normalized, entity_type, n)
     ORDER BY r.n
-    RETURNING id, row_index
+    RETURNING id, row_index, relata_entity_sha256(entities) AS sha256
 ), c AS (
     INSERT INTO claims (call_id, job_id, document_id, revision_id, chunk_id, row_index,
                         statement, quote, quote_start, quote_end, subject, subject_normalized,
@@ -388,7 +406,7 @@ WITH job AS (
          WITH ORDINALITY AS r(row_index, statement, quote, quote_start, quote_end, subject,
                               subject_normalized, entity_row, n)
     ORDER BY r.n
-    RETURNING id, row_index
+    RETURNING id, row_index, relata_claim_sha256(claims) AS sha256, created_at
 ), w AS (
     INSERT INTO warnings (call_id, job_id, row_kind, row_index, entity_id, claim_id, warning,
                           reason, detail)
@@ -410,17 +428,26 @@ WITH job AS (
     ORDER BY r.n
     RETURNING 1
 )
-SELECT 0::int2, id, 0 FROM call
-UNION ALL SELECT 1::int2, id, row_index FROM e
-UNION ALL SELECT 2::int2, id, row_index FROM c
-UNION ALL SELECT 3::int2, count(*), 0 FROM w
-UNION ALL SELECT 4::int2, count(*), 0 FROM x";
+SELECT 0::int2, id, 0, NULL::text, finished_at, complete, (SELECT source FROM documents WHERE id = $20) FROM call
+UNION ALL SELECT 1::int2, id, row_index, sha256, NULL, NULL, NULL FROM e
+UNION ALL SELECT 2::int2, id, row_index, sha256, created_at, NULL, NULL FROM c
+UNION ALL SELECT 3::int2, count(*), 0, NULL, NULL, NULL, NULL FROM w
+UNION ALL SELECT 4::int2, count(*), 0, NULL, NULL, NULL, NULL FROM x";
 
 /// The extract commit statement with its parameters bound so far.
 type ExtractQuery<'q> = QueryAs<'q, Postgres, WrittenRow, <Postgres as sqlx::Database>::Arguments>;
 
-/// One row the extract commit statement returns: `(kind, id or count, row index)`.
-type WrittenRow = (i16, i64, i32);
+/// One row the extract commit statement returns: `(kind, id or count, row index, sha256,
+/// time, provenance complete, source)`; the last four are null where they do not apply.
+type WrittenRow = (
+    i16,
+    i64,
+    i32,
+    Option<String>,
+    Option<DateTime<Utc>>,
+    Option<bool>,
+    Option<String>,
+);
 
 /// What a row the extract commit statement returns stands for: the first column of each
 /// `UNION ALL` branch at the end of [`COMMIT_EXTRACT`], which must use these values (a
@@ -428,11 +455,12 @@ type WrittenRow = (i16, i64, i32);
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(i16)]
 enum WrittenKind {
-    /// `id` is the model call's id.
+    /// `id` is the model call's id, with its finish time, whether it is complete
+    /// provenance, and the source of the chunk's document.
     Call = 0,
-    /// `id` is an entity's id, at `row_index`.
+    /// `id` is an entity's id, at `row_index`, with its hash.
     Entity = 1,
-    /// `id` is a claim's id, at `row_index`.
+    /// `id` is a claim's id, at `row_index`, with its hash and time.
     Claim = 2,
     /// `id` is how many warnings were written.
     Warnings = 3,
@@ -457,13 +485,30 @@ impl WrittenKind {
     }
 }
 
+/// The model call as the extract commit statement wrote it.
+struct WrittenCall {
+    id: i64,
+    finished_at: DateTime<Utc>,
+    provenance_complete: bool,
+    /// The source of the chunk's document.
+    source: String,
+}
+
+/// An entity or claim as the extract commit statement wrote it.
+struct WrittenCandidate {
+    id: i64,
+    sha256: String,
+    /// A claim's `created_at`; `None` for an entity (its time is its call's).
+    created_at: Option<DateTime<Utc>>,
+}
+
 /// What the extract commit statement wrote, read back from its rows.
 #[derive(Default)]
 struct Written {
     /// `None` when the guard matched nothing and nothing was written.
-    call_id: Option<i64>,
-    entity_by_index: HashMap<usize, i64>,
-    claim_by_index: HashMap<usize, i64>,
+    call: Option<WrittenCall>,
+    entity_by_index: HashMap<usize, WrittenCandidate>,
+    claim_by_index: HashMap<usize, WrittenCandidate>,
     warnings: usize,
     rejections: usize,
 }
@@ -471,14 +516,32 @@ struct Written {
 impl Written {
     fn read(rows: Vec<WrittenRow>) -> Result<Written> {
         let mut w = Written::default();
-        for (kind, id, index) in rows {
-            match WrittenKind::of(kind)? {
-                WrittenKind::Call => w.call_id = Some(id),
+        for (kind, id, index, sha256, at, complete, source) in rows {
+            let kind = WrittenKind::of(kind)?;
+            let missing = |what: &str| {
+                StoreError::Invariant(format!("the commit returned a {kind:?} row without {what}"))
+            };
+            let candidate = |sha256: Option<String>| {
+                Ok::<_, StoreError>(WrittenCandidate {
+                    id,
+                    sha256: sha256.ok_or_else(|| missing("its hash"))?,
+                    created_at: at,
+                })
+            };
+            match kind {
+                WrittenKind::Call => {
+                    w.call = Some(WrittenCall {
+                        id,
+                        finished_at: at.ok_or_else(|| missing("its time"))?,
+                        provenance_complete: complete.ok_or_else(|| missing("its provenance"))?,
+                        source: source.ok_or_else(|| missing("its document's source"))?,
+                    });
+                }
                 WrittenKind::Entity => {
-                    w.entity_by_index.insert(index as usize, id);
+                    w.entity_by_index.insert(index as usize, candidate(sha256)?);
                 }
                 WrittenKind::Claim => {
-                    w.claim_by_index.insert(index as usize, id);
+                    w.claim_by_index.insert(index as usize, candidate(sha256)?);
                 }
                 WrittenKind::Warnings => w.warnings = count(id)?,
                 WrittenKind::Rejections => w.rejections = count(id)?,
@@ -487,9 +550,8 @@ impl Written {
         Ok(w)
     }
 
-    /// The ids of the rows at these indexes, in their order; every one must have been
-    /// written.
-    fn ids_of(&self, kind: RowKind, indexes: impl Iterator<Item = usize>) -> Result<Vec<i64>> {
+    /// The row written at `index`; every accepted row must have been.
+    fn row(&self, kind: RowKind, index: usize) -> Result<&WrittenCandidate> {
         let by_index = match kind {
             RowKind::Entity => &self.entity_by_index,
             RowKind::Claim => &self.claim_by_index,
@@ -499,13 +561,62 @@ impl Written {
                 ));
             }
         };
-        indexes
-            .map(|i| {
-                by_index.get(&i).copied().ok_or_else(|| {
-                    StoreError::Invariant(format!("{kind} row {i} was not inserted"))
-                })
+        by_index
+            .get(&index)
+            .ok_or_else(|| StoreError::Invariant(format!("{kind} row {index} was not inserted")))
+    }
+
+    /// The ids of the rows at these indexes, in their order.
+    fn ids_of(&self, kind: RowKind, indexes: impl Iterator<Item = usize>) -> Result<Vec<i64>> {
+        indexes.map(|i| Ok(self.row(kind, i)?.id)).collect()
+    }
+
+    /// The accepted rows as promotion candidates: the facts a sweep would read back
+    /// (warnings, entity type, source, provenance, task version, revision, time, hash),
+    /// here from the judgement and the statement's own returns.
+    fn candidates(
+        &self,
+        call: &WrittenCall,
+        task_version: &str,
+        chunk: &ChunkRow,
+        rows: &ExtractRows,
+    ) -> Result<Vec<Candidate>> {
+        let candidate = |kind: RowKind,
+                         index: usize,
+                         warnings: &[Finding],
+                         entity_type: Option<EntityType>|
+         -> Result<Candidate> {
+            let row = self.row(kind, index)?;
+            Ok(Candidate {
+                id: CandidateId { kind, id: row.id },
+                facts: CandidateFacts {
+                    kind,
+                    warnings: warnings.iter().map(|f| f.warning).collect(),
+                    entity_type,
+                    relation: None,
+                    sources: vec![call.source.clone()],
+                    has_provenance: call.provenance_complete,
+                },
+                call_id: Some(call.id),
+                task_version: task_version.to_owned(),
+                revision_ids: vec![chunk.revision_id],
+                proposed_at: row.created_at.unwrap_or(call.finished_at),
+                sha256: row.sha256.clone(),
             })
-            .collect()
+        };
+        let entities = rows.entities().iter().map(|e| {
+            candidate(
+                RowKind::Entity,
+                e.index(),
+                e.warnings(),
+                Some(e.entity_type()),
+            )
+        });
+        let claims = rows
+            .claims()
+            .iter()
+            .map(|c| candidate(RowKind::Claim, c.index(), c.warnings(), None));
+        entities.chain(claims).collect()
     }
 }
 
@@ -772,11 +883,14 @@ mod tests {
         assert_eq!(branches.len(), WrittenKind::ALL.len(), "{branches:?}");
         for kind in WrittenKind::ALL {
             let (value, reads) = match kind {
-                WrittenKind::Call => (0, "id, 0 FROM call"),
-                WrittenKind::Entity => (1, "id, row_index FROM e"),
-                WrittenKind::Claim => (2, "id, row_index FROM c"),
-                WrittenKind::Warnings => (3, "count(*), 0 FROM w"),
-                WrittenKind::Rejections => (4, "count(*), 0 FROM x"),
+                WrittenKind::Call => (
+                    0,
+                    "id, 0, NULL::text, finished_at, complete, (SELECT source FROM documents WHERE id = $20) FROM call",
+                ),
+                WrittenKind::Entity => (1, "id, row_index, sha256, NULL, NULL, NULL FROM e"),
+                WrittenKind::Claim => (2, "id, row_index, sha256, created_at, NULL, NULL FROM c"),
+                WrittenKind::Warnings => (3, "count(*), 0, NULL, NULL, NULL, NULL FROM w"),
+                WrittenKind::Rejections => (4, "count(*), 0, NULL, NULL, NULL, NULL FROM x"),
             };
             assert_eq!(kind as i16, value);
             assert_eq!(WrittenKind::of(value).unwrap(), kind);

@@ -271,6 +271,7 @@ impl Store {
             claim_ids: Vec::new(),
             relation_ids: Vec::new(),
             counts: RowCounts::default(),
+            candidates: Vec::new(),
         }))
     }
 }

@@ -78,9 +78,9 @@ pub use jobs::{classify_job_id, extract_job_id};
 pub use lock::{LockHolder, RunLock, lock_key};
 pub use normalize::normalize_name;
 pub use promotion::{
-    CandidateCount, CandidateDetail, Decided, DocumentHeading, EvidenceRecord, PendingSummary,
-    PromoteCursor, PromoteSummary, Refusal, RefusalReason, ReviewCandidate, ReviewFilter,
-    VerifyProblem, VerifyReport,
+    Candidate, CandidateCount, CandidateDetail, Decided, DocumentHeading, EvidenceRecord,
+    PendingSummary, PromoteCursor, PromoteSummary, Refusal, RefusalReason, ReviewCandidate,
+    ReviewFilter, VerifyProblem, VerifyReport,
 };
 /// Dead-letter reasons are relata-core's closed set (also the queue's header and label).
 pub use relata_core::DeadReason;

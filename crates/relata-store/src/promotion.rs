@@ -140,6 +140,10 @@ pub struct PromoteSummary {
     /// which stays unjudged).
     #[serde(skip)]
     pub more: bool,
+    /// Candidates offered to [`Store::promote_committed`] that a sweep had judged first
+    /// (skipped: a candidate is judged once).
+    #[serde(skip)]
+    pub already_judged: u64,
 }
 
 /// How far a promotion pass has read, per candidate kind: the highest id it has read,
@@ -158,6 +162,13 @@ impl PromoteCursor {
         entity: 0,
         claim: 0,
         relation: 0,
+    };
+
+    /// After every candidate: a pass up to here has no ceiling.
+    pub const END: PromoteCursor = PromoteCursor {
+        entity: i64::MAX,
+        claim: i64::MAX,
+        relation: i64::MAX,
     };
 
     pub fn get(&self, kind: RowKind) -> i64 {
@@ -389,15 +400,29 @@ pub struct CandidateCount {
     pub count: i64,
 }
 
-/// A candidate the policy is about to judge.
-struct Unjudged {
-    id: CandidateId,
-    facts: CandidateFacts,
-    call_id: Option<i64>,
-    task_version: String,
-    revision_ids: Vec<i64>,
-    proposed_at: DateTime<Utc>,
-    sha256: Option<String>,
+/// A candidate as the policy judges it: what relata's own code established about a row
+/// it committed (never the model's word), the hash of the row's canonical content and its
+/// provenance. Only the store builds one: from the rows a commit has just written
+/// ([`Committed::candidates`](crate::Committed::candidates), the worker's path) or from
+/// the rows a sweep reads back ([`Store::promote_pending`]). Both give the same value for
+/// the same row (a test compares them), so a decision never depends on which path judged.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Candidate {
+    pub(crate) id: CandidateId,
+    pub(crate) facts: CandidateFacts,
+    pub(crate) call_id: Option<i64>,
+    pub(crate) task_version: String,
+    pub(crate) revision_ids: Vec<i64>,
+    pub(crate) proposed_at: DateTime<Utc>,
+    /// sha256 (hex) of the row's canonical content, computed by the database's
+    /// `relata_*_sha256` functions over the row as stored.
+    pub(crate) sha256: String,
+}
+
+impl Candidate {
+    pub fn id(&self) -> CandidateId {
+        self.id
+    }
 }
 
 // An entity or a claim is one row of one extract call: its own columns, hashed where they
@@ -462,11 +487,12 @@ enum RowsOf {
     Relation(&'static str),
 }
 
-/// Per candidate kind: the next ids above a cursor, in order; then the rows of given ids.
+/// Per candidate kind: the next ids above a cursor and at most a ceiling, in order; then
+/// the rows of given ids.
 const CANDIDATE_READS: [(RowKind, &str, RowsOf); 3] = [
     (
         RowKind::Entity,
-        "SELECT id FROM entities WHERE id > $1 ORDER BY id LIMIT $2",
+        "SELECT id FROM entities WHERE id > $1 AND id <= $3 ORDER BY id LIMIT $2",
         RowsOf::Call {
             rows: ENTITY_ROWS,
             warnings: "SELECT entity_id, warning FROM warnings
@@ -475,7 +501,7 @@ const CANDIDATE_READS: [(RowKind, &str, RowsOf); 3] = [
     ),
     (
         RowKind::Claim,
-        "SELECT id FROM claims WHERE id > $1 ORDER BY id LIMIT $2",
+        "SELECT id FROM claims WHERE id > $1 AND id <= $3 ORDER BY id LIMIT $2",
         RowsOf::Call {
             rows: CLAIM_ROWS,
             warnings: "SELECT claim_id, warning FROM warnings
@@ -484,7 +510,7 @@ const CANDIDATE_READS: [(RowKind, &str, RowsOf); 3] = [
     ),
     (
         RowKind::Relation,
-        "SELECT id FROM claim_relations WHERE id > $1 ORDER BY id LIMIT $2",
+        "SELECT id FROM claim_relations WHERE id > $1 AND id <= $3 ORDER BY id LIMIT $2",
         RowsOf::Relation(UNJUDGED_RELATIONS),
     ),
 ];
@@ -603,13 +629,14 @@ impl CallFacts {
 
     /// The row with its call's facts; `None` when its document is not on record (the
     /// joined read left such a row out: it stays unjudged, so unpromoted).
-    fn join(&self, row: CallRow) -> Result<Option<Unjudged>> {
+    fn join(&self, row: CallRow) -> Result<Option<Candidate>> {
         let Some(source) = self.sources.get(&row.document_id) else {
             return Ok(None);
         };
         let call = self.calls.get(&row.call_id);
         let kind = row.id.kind;
-        Ok(Some(Unjudged {
+        let sha256 = hashed(row.id, row.sha256)?;
+        Ok(Some(Candidate {
             id: row.id,
             facts: CandidateFacts {
                 kind,
@@ -633,19 +660,19 @@ impl CallFacts {
             proposed_at: row
                 .proposed_at
                 .unwrap_or_else(|| call.map_or(self.now, |(_, finished)| *finished)),
-            sha256: row.sha256,
+            sha256,
         }))
     }
 }
 
-/// Up to `limit` ids of `kind` above `after` that have no promotion yet, in order, and
-/// how far the read got: the last id returned when the limit was reached, else the last
-/// id that exists (every row up to it was judged when read).
+/// Up to `limit` ids of `kind` above `after` and at most `upto` that have no promotion
+/// yet, in order, and how far the read got: the last id returned when the limit was
+/// reached, else the last id that exists (every row up to it was judged when read).
 async fn unjudged_ids(
     tx: &mut sqlx::PgConnection,
     kind: RowKind,
     ids_above: &'static str,
-    after: i64,
+    (after, upto): (i64, i64),
     limit: i64,
 ) -> Result<(Vec<i64>, i64)> {
     let window = limit.max(1);
@@ -655,6 +682,7 @@ async fn unjudged_ids(
         let ids: Vec<i64> = sqlx::query_scalar(ids_above)
             .bind(reached)
             .bind(window)
+            .bind(upto)
             .fetch_all(&mut *tx)
             .await?;
         let Some(&last) = ids.last() else {
@@ -685,17 +713,26 @@ async fn unjudged_ids(
     }
 }
 
-fn unjudged(kind: RowKind, r: &PgRow) -> Result<Unjudged> {
+/// A hash read with its row: the per-row functions hash whatever row they are given, so
+/// a null means the read itself is wrong.
+fn hashed(id: CandidateId, sha256: Option<String>) -> Result<String> {
+    sha256.ok_or_else(|| StoreError::Invariant(format!("candidate {id} was read without its hash")))
+}
+
+/// A relation as [`UNJUDGED_RELATIONS`] reads it.
+fn relation_candidate(r: &PgRow) -> Result<Candidate> {
     let warnings: Vec<String> = r.try_get(4)?;
     let entity_type: Option<String> = r.try_get(5)?;
     let relation: Option<String> = r.try_get(6)?;
     let call_id: Option<i64> = r.try_get(1)?;
     let has_provenance: Option<bool> = r.try_get(2)?;
-    Ok(Unjudged {
-        id: CandidateId {
-            kind,
-            id: r.try_get(0)?,
-        },
+    let kind = RowKind::Relation;
+    let id = CandidateId {
+        kind,
+        id: r.try_get(0)?,
+    };
+    Ok(Candidate {
+        id,
         facts: CandidateFacts {
             kind,
             warnings: warnings
@@ -711,7 +748,7 @@ fn unjudged(kind: RowKind, r: &PgRow) -> Result<Unjudged> {
         task_version: r.try_get(3)?,
         revision_ids: r.try_get(8)?,
         proposed_at: r.try_get(9)?,
-        sha256: r.try_get(10)?,
+        sha256: hashed(id, r.try_get(10)?)?,
     })
 }
 
@@ -905,6 +942,153 @@ async fn lock_head(tx: &mut sqlx::PgConnection, wait: bool) -> Result<Option<Hea
     .transpose()
 }
 
+/// Read the candidates of `ids` (ascending, all of `kind`) as a sweep judges them.
+/// A row whose document is not on record is left out: it stays unjudged, so unpromoted.
+pub(crate) async fn read_candidates(
+    tx: &mut sqlx::PgConnection,
+    kind: RowKind,
+    ids: &[i64],
+) -> Result<Vec<Candidate>> {
+    if ids.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (_, _, rows_of) = CANDIDATE_READS
+        .into_iter()
+        .find(|(k, _, _)| *k == kind)
+        .ok_or_else(|| StoreError::Invariant(format!("no read for {kind}")))?;
+    match rows_of {
+        RowsOf::Call { rows, warnings } => {
+            let read = call_rows(tx, kind, rows, warnings, ids).await?;
+            let facts = CallFacts::read(tx, &read).await?;
+            let mut out = Vec::with_capacity(read.len());
+            for row in read {
+                out.extend(facts.join(row)?);
+            }
+            Ok(out)
+        }
+        RowsOf::Relation(rows) => sqlx::query(rows)
+            .bind(ids)
+            .fetch_all(&mut *tx)
+            .await?
+            .iter()
+            .map(relation_candidate)
+            .collect(),
+    }
+}
+
+/// Which of `candidates` already have a promotion: one range scan of the key per kind
+/// present (a batch's ids of one kind lie close together), not a probe per candidate.
+async fn judged_among(
+    tx: &mut sqlx::PgConnection,
+    candidates: &[Candidate],
+) -> Result<std::collections::HashSet<CandidateId>> {
+    let mut judged = std::collections::HashSet::new();
+    for &kind in RowKind::ALL {
+        let ids = candidates
+            .iter()
+            .filter(|c| c.id.kind == kind)
+            .map(|c| c.id.id);
+        let (Some(lo), Some(hi)) = (ids.clone().min(), ids.max()) else {
+            continue;
+        };
+        let found: Vec<i64> = sqlx::query_scalar(
+            "SELECT candidate_id FROM promotions
+             WHERE candidate_kind = $1 AND candidate_id >= $2 AND candidate_id <= $3",
+        )
+        .bind(kind.as_str())
+        .bind(lo)
+        .bind(hi)
+        .fetch_all(&mut *tx)
+        .await?;
+        judged.extend(found.into_iter().map(|id| CandidateId { kind, id }));
+    }
+    Ok(judged)
+}
+
+/// Evaluate the policy on each candidate and record every verdict: one evidence record
+/// appended to the chain (whose end `head` this transaction has locked) and one
+/// promotions row, each kind of write one statement for the whole batch.
+async fn record_verdicts(
+    tx: &mut sqlx::PgConnection,
+    head: Head,
+    policy: &Policy,
+    todo: Vec<Candidate>,
+    summary: &mut PromoteSummary,
+) -> Result<()> {
+    if todo.is_empty() {
+        return Ok(());
+    }
+    let mut chain = Chain::new(head);
+    let n = todo.len();
+    let (mut kinds, mut ids, mut states, mut decisions, mut rules, mut reasons) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    let (mut sources, mut revisions, mut seqs, mut proposed) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+    );
+    for c in todo {
+        let verdict = policy.evaluate(&c.facts);
+        let seq = chain.append(
+            c.id,
+            c.sha256,
+            c.call_id,
+            c.task_version,
+            ActorKind::Policy,
+            verdict.rule.clone(),
+            verdict.decision.into(),
+            verdict.reasons.clone(),
+            None,
+        );
+        summary.add(c.id.kind, verdict.decision);
+        kinds.push(c.id.kind.as_str());
+        ids.push(c.id.id);
+        states.push(PromotionState::after_policy(verdict.decision).as_str());
+        decisions.push(verdict.decision.as_str());
+        rules.push(verdict.rule);
+        reasons.push(array_literal(&verdict.reasons));
+        sources.push(array_literal(&c.facts.sources));
+        revisions.push(array_literal(&c.revision_ids));
+        seqs.push(seq);
+        proposed.push(c.proposed_at);
+    }
+    let decided_at = chain.now;
+    chain.write(&mut *tx).await?;
+    sqlx::query(
+        "INSERT INTO promotions (candidate_kind, candidate_id, state, policy_decision,
+             rule, reasons, sources, revision_ids, evidence_seq, proposed_at, decided_at)
+         SELECT t.kind, t.id, t.state, t.decision, t.rule,
+                t.reasons::text[], t.sources::text[], t.revisions::bigint[],
+                t.seq, t.proposed, $11
+         FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
+                     $6::text[], $7::text[], $8::text[], $9::bigint[],
+                     $10::timestamptz[])
+              AS t(kind, id, state, decision, rule, reasons, sources, revisions, seq,
+                   proposed)",
+    )
+    .bind(&kinds)
+    .bind(&ids)
+    .bind(&states)
+    .bind(&decisions)
+    .bind(&rules)
+    .bind(&reasons)
+    .bind(&sources)
+    .bind(&revisions)
+    .bind(&seqs)
+    .bind(&proposed)
+    .bind(decided_at)
+    .execute(&mut *tx)
+    .await?;
+    Ok(())
+}
+
 impl Store {
     /// Judge up to `limit` candidates of each kind that have no decision yet, and record
     /// each verdict with its evidence in one transaction. With `wait == false` a run that
@@ -933,133 +1117,102 @@ impl Store {
         wait: bool,
         after: PromoteCursor,
     ) -> Result<PromoteSummary> {
+        self.promote_pending_between(policy, limit, wait, after, PromoteCursor::END)
+            .await
+    }
+
+    /// [`Store::promote_pending_after`] over the candidates at most `upto` only: a
+    /// worker's sweep leaves the rows committed since its last tick to the workers that
+    /// committed them, which judge them from what the commit returned
+    /// ([`Store::promote_committed`]) instead of reading them back.
+    pub async fn promote_pending_between(
+        &self,
+        policy: &Policy,
+        limit: i64,
+        wait: bool,
+        after: PromoteCursor,
+        upto: PromoteCursor,
+    ) -> Result<PromoteSummary> {
         let mut tx = self.pool.begin().await?;
         let Some(head) = lock_head(&mut tx, wait).await? else {
             return Ok(PromoteSummary {
-                decided: Vec::new(),
                 busy: true,
                 reached: after,
                 more: true,
+                ..PromoteSummary::default()
             });
         };
         let mut todo = Vec::new();
-        let mut of_calls = Vec::new();
-        let mut relations = Vec::new();
         let mut reached = after;
         let mut more = false;
-        for (kind, ids_above, rows_of) in CANDIDATE_READS {
-            let (ids, read_to) =
-                unjudged_ids(&mut tx, kind, ids_above, after.get(kind), limit).await?;
+        for (kind, ids_above, _) in CANDIDATE_READS {
+            let (ids, read_to) = unjudged_ids(
+                &mut tx,
+                kind,
+                ids_above,
+                (after.get(kind), upto.get(kind)),
+                limit,
+            )
+            .await?;
             reached.advance(kind, read_to);
             more |= i64::try_from(ids.len()).unwrap_or(i64::MAX) >= limit;
-            if ids.is_empty() {
-                continue;
-            }
-            match rows_of {
-                RowsOf::Call { rows, warnings } => {
-                    of_calls.extend(call_rows(&mut tx, kind, rows, warnings, &ids).await?);
-                }
-                RowsOf::Relation(rows) => {
-                    let rows = sqlx::query(rows).bind(&ids).fetch_all(&mut *tx).await?;
-                    for r in &rows {
-                        relations.push(unjudged(kind, r)?);
-                    }
-                }
-            }
+            todo.extend(read_candidates(&mut tx, kind, &ids).await?);
         }
-        if !of_calls.is_empty() {
-            let facts = CallFacts::read(&mut tx, &of_calls).await?;
-            for row in of_calls {
-                todo.extend(facts.join(row)?);
-            }
-        }
-        todo.extend(relations);
-        let mut chain = Chain::new(head);
         let mut summary = PromoteSummary {
             reached,
             more,
             ..PromoteSummary::default()
         };
-        let n = todo.len();
-        let (mut kinds, mut ids, mut states, mut decisions, mut rules, mut reasons) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-        );
-        let (mut sources, mut revisions, mut seqs, mut proposed) = (
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-            Vec::with_capacity(n),
-        );
-        for c in todo {
-            let Some(sha) = c.sha256 else {
-                // Read in this transaction a moment ago; a concurrent delete is a bug.
-                return Err(StoreError::Invariant(format!(
-                    "candidate {} vanished while being judged",
-                    c.id
-                )));
-            };
-            let verdict = policy.evaluate(&c.facts);
-            let seq = chain.append(
-                c.id,
-                sha,
-                c.call_id,
-                c.task_version,
-                ActorKind::Policy,
-                verdict.rule.clone(),
-                verdict.decision.into(),
-                verdict.reasons.clone(),
-                None,
-            );
-            summary.add(c.id.kind, verdict.decision);
-            kinds.push(c.id.kind.as_str());
-            ids.push(c.id.id);
-            states.push(PromotionState::after_policy(verdict.decision).as_str());
-            decisions.push(verdict.decision.as_str());
-            rules.push(verdict.rule);
-            reasons.push(array_literal(&verdict.reasons));
-            sources.push(array_literal(&c.facts.sources));
-            revisions.push(array_literal(&c.revision_ids));
-            seqs.push(seq);
-            proposed.push(c.proposed_at);
-        }
-        let decided_at = chain.now;
-        chain.write(&mut tx).await?;
-        if !ids.is_empty() {
-            sqlx::query(
-                "INSERT INTO promotions (candidate_kind, candidate_id, state, policy_decision,
-                     rule, reasons, sources, revision_ids, evidence_seq, proposed_at, decided_at)
-                 SELECT t.kind, t.id, t.state, t.decision, t.rule,
-                        t.reasons::text[], t.sources::text[], t.revisions::bigint[],
-                        t.seq, t.proposed, $11
-                 FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
-                             $6::text[], $7::text[], $8::text[], $9::bigint[],
-                             $10::timestamptz[])
-                      AS t(kind, id, state, decision, rule, reasons, sources, revisions, seq,
-                           proposed)",
-            )
-            .bind(&kinds)
-            .bind(&ids)
-            .bind(&states)
-            .bind(&decisions)
-            .bind(&rules)
-            .bind(&reasons)
-            .bind(&sources)
-            .bind(&revisions)
-            .bind(&seqs)
-            .bind(&proposed)
-            .bind(decided_at)
-            .execute(&mut *tx)
-            .await?;
-        }
+        record_verdicts(&mut tx, head, policy, todo, &mut summary).await?;
         tx.commit().await?;
         Ok(summary)
     }
 
+    /// Judge candidates a commit has just written, from what the commit returned
+    /// ([`Committed::candidates`](crate::Committed::candidates)): nothing is read back
+    /// but which of them a sweep has judged meanwhile (those are skipped and counted in
+    /// `already_judged`). One transaction; it waits its turn for the chain's end, which
+    /// only promoters and reviewers hold, never a commit.
+    pub async fn promote_committed(
+        &self,
+        policy: &Policy,
+        candidates: Vec<Candidate>,
+    ) -> Result<PromoteSummary> {
+        let mut summary = PromoteSummary::default();
+        if candidates.is_empty() {
+            return Ok(summary);
+        }
+        let mut tx = self.pool.begin().await?;
+        let head = lock_head(&mut tx, true)
+            .await?
+            .ok_or_else(|| StoreError::Invariant("evidence_head has no row".into()))?;
+        let judged = judged_among(&mut tx, &candidates).await?;
+        let offered = candidates.len();
+        let todo: Vec<Candidate> = candidates
+            .into_iter()
+            .filter(|c| !judged.contains(&c.id))
+            .collect();
+        summary.already_judged = (offered - todo.len()) as u64;
+        record_verdicts(&mut tx, head, policy, todo, &mut summary).await?;
+        tx.commit().await?;
+        Ok(summary)
+    }
+
+    /// The highest id of each candidate kind now: where a sweep that must leave later
+    /// commits alone stops ([`Store::promote_pending_between`]).
+    pub async fn candidate_high_water(&self) -> Result<PromoteCursor> {
+        let (entity, claim, relation): (Option<i64>, Option<i64>, Option<i64>) = sqlx::query_as(
+            "SELECT (SELECT max(id) FROM entities), (SELECT max(id) FROM claims),
+                    (SELECT max(id) FROM claim_relations)",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(PromoteCursor {
+            entity: entity.unwrap_or(0),
+            claim: claim.unwrap_or(0),
+            relation: relation.unwrap_or(0),
+        })
+    }
     /// Candidates in one state (the review queue by default), oldest first.
     pub async fn review_list(&self, filter: &ReviewFilter) -> Result<Vec<ReviewCandidate>> {
         if filter.state == PromotionState::Proposed {

@@ -51,3 +51,14 @@ pub async fn database_exists(admin_url: &str, name: &str) -> Result<bool> {
     conn.close().await?;
     Ok(exists)
 }
+
+/// The candidates of `ids` (all of `kind`, ascending) as a sweep reads them back, for
+/// tests that hold what a commit returned against what a sweep would have judged.
+pub async fn candidates_as_swept(
+    store: &crate::Store,
+    kind: relata_core::RowKind,
+    ids: &[i64],
+) -> Result<Vec<crate::Candidate>> {
+    let mut conn = store.pool().acquire().await?;
+    crate::promotion::read_candidates(&mut conn, kind, ids).await
+}

@@ -203,6 +203,11 @@ pub struct Committed {
     pub claim_ids: Vec<i64>,
     pub relation_ids: Vec<i64>,
     pub counts: RowCounts,
+    /// The rows this commit wrote, as the promotion policy judges them: what the worker
+    /// hands its promoter ([`Store::promote_committed`](crate::Store::promote_committed))
+    /// so that nothing has to be read back. Empty when nothing was accepted.
+    #[serde(skip)]
+    pub candidates: Vec<crate::promotion::Candidate>,
 }
 
 /// The result of a terminal operation on a job (commit, invalid envelope, dead letter).

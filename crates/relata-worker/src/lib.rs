@@ -26,8 +26,9 @@
 //! draining into dead letters.
 //!
 //! Beside the job loop, never inside it, a [`Promoter`] runs the promotion policy over
-//! the candidates the commits left, on its own store connection: a store that cannot
-//! record decisions delays promotion, never a job.
+//! the candidates the commits wrote, which each job hands it without waiting
+//! ([`Proposals`]), on its own store connection: a store that cannot record decisions
+//! delays promotion, never a job.
 //!
 //! Invalid output is counted after its commit, so one rejection moves
 //! `relata_model_invalid_output_total` exactly once even when the commit had to be
@@ -44,8 +45,8 @@ pub use metrics::{
     JobMetrics, JobRetryScheduled, RowsCommitted, WorkerProgress,
 };
 pub use promote::{
-    Promoter, PromoterSettings, PromotionDecided, PromotionFailed, PromotionMetrics,
-    ReviewQueueObserved,
+    HANDOFF_CAPACITY, HandoffsDropped, JudgedFrom, Promoter, PromoterSettings, PromotionDecided,
+    PromotionFailed, PromotionMetrics, Proposals, ReviewQueueObserved,
 };
 pub use run::{RunSummary, Worker, WorkerError, WorkerSettings};
 

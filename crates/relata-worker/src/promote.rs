@@ -1,11 +1,19 @@
 //! The promoter: runs the promotion policy beside the job loop, never inside it.
 //!
-//! Every `interval` it judges the candidates without a decision, in batches, on its own
-//! store connection, and refreshes the review-queue gauges. Its failures are logged and
-//! tried again on the next tick; nothing it does can hold up a job: a store that cannot
-//! record decisions leaves the workers committing and nothing promoted until it can.
-//! Several workers' promoters share the chain's end by skipping a tick when another holds
-//! it, so none of them waits for another either.
+//! A commit returns what the policy needs of every row it wrote ([`Candidate`]s), and
+//! the job hands them to its worker's promoter through a bounded queue without waiting
+//! ([`Proposals::offer`]). Every `interval` the promoter judges what was handed over,
+//! in batches, on its own store connection — nothing is read back — then sweeps the
+//! store for candidates nobody handed over (a worker without a promoter, one that was
+//! killed, a hand-off dropped because the queue was full or the store failed), and
+//! refreshes the review-queue gauges. Its failures are logged and tried again on the
+//! next tick; nothing it does can hold up a job: a store that cannot record decisions
+//! leaves the workers committing and nothing promoted until it can.
+//!
+//! The sweep stops at the highest ids the previous tick saw, so that it leaves the rows
+//! committed since then to the workers that committed them: reading those back is the
+//! work the hand-off exists to save (BENCHMARKS.md §1b). Whichever path comes first
+//! judges a candidate; the other finds it judged and skips it.
 
 use std::future::Future;
 use std::time::Duration;
@@ -16,7 +24,8 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use relata_core::{Policy, PolicyDecision, RowKind};
-use relata_store::{PendingSummary, PromoteCursor, Store};
+use relata_store::{Candidate, PendingSummary, PromoteCursor, Store};
+use tokio::sync::mpsc;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct KindDecisionLabels {
@@ -36,6 +45,7 @@ pub struct PromotionMetrics {
     pending: Family<KindLabels, Gauge>,
     oldest_age: Family<KindLabels, Gauge>,
     stale_after: Gauge,
+    handoffs_dropped: Counter,
 }
 
 impl PromotionMetrics {
@@ -61,7 +71,30 @@ impl PromotionMetrics {
             "How old the oldest pending candidate may get before RelataReviewQueueStale fires ([review] stale_after_hours)",
             m.stale_after.clone(),
         );
+        registry.register(
+            "relata_promotion_handoffs_dropped",
+            "Commits whose candidates this worker's promoter could not take (its queue was full) and left to the sweep",
+            m.handoffs_dropped.clone(),
+        );
         m
+    }
+}
+
+/// How the promoter came to judge a candidate.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JudgedFrom {
+    /// Handed over by the commit that wrote it.
+    Commit,
+    /// Found by a sweep of the store.
+    Sweep,
+}
+
+impl JudgedFrom {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            JudgedFrom::Commit => "commit",
+            JudgedFrom::Sweep => "sweep",
+        }
     }
 }
 
@@ -71,6 +104,7 @@ pub struct PromotionDecided {
     pub kind: RowKind,
     pub decision: PolicyDecision,
     pub count: u64,
+    pub from: JudgedFrom,
 }
 
 impl PromotionDecided {
@@ -79,6 +113,7 @@ impl PromotionDecided {
             kind = self.kind.as_str(),
             decision = self.decision.as_str(),
             count = self.count,
+            from = self.from.as_str(),
             "promotion decisions recorded"
         );
         m.decisions
@@ -87,6 +122,23 @@ impl PromotionDecided {
                 decision: self.decision.as_str(),
             })
             .inc_by(self.count);
+    }
+}
+
+/// Commits' candidates the promoter could not take (its queue was full: it was behind,
+/// or the store could not record decisions); a sweep judges them instead.
+#[derive(Debug)]
+pub struct HandoffsDropped {
+    pub commits: u64,
+}
+
+impl HandoffsDropped {
+    pub fn emit(&self, m: &PromotionMetrics) {
+        tracing::warn!(
+            commits = self.commits,
+            "the promoter's queue was full: these commits' candidates are left to the sweep"
+        );
+        m.handoffs_dropped.inc_by(self.commits);
     }
 }
 
@@ -137,9 +189,37 @@ impl PromotionFailed<'_> {
 #[derive(Debug, Clone)]
 pub struct PromoterSettings {
     pub interval: Duration,
-    /// Candidates of each kind per transaction.
+    /// Candidates per transaction: of each kind in a sweep, in all when judging what
+    /// commits handed over.
     pub batch: i64,
     pub stale_after: Duration,
+}
+
+/// How many commits' candidates may wait for the promoter. At the bench's rate (about
+/// 600 commits a second) that is several ticks of the default interval; beyond it a
+/// commit's candidates are dropped from the hand-off, never waited for, and the sweep
+/// judges them.
+pub const HANDOFF_CAPACITY: usize = 4096;
+
+/// The jobs' side of the hand-off to the promoter (cheap to clone).
+#[derive(Debug, Clone)]
+pub struct Proposals {
+    queue: mpsc::Sender<Vec<Candidate>>,
+    dropped: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl Proposals {
+    /// Hand a commit's candidates to the promoter, or, when its queue is full, leave
+    /// them to the sweep: never waits.
+    pub fn offer(&self, candidates: Vec<Candidate>) {
+        if candidates.is_empty() {
+            return;
+        }
+        if self.queue.try_send(candidates).is_err() {
+            self.dropped
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
 }
 
 /// See the module docs.
@@ -149,6 +229,8 @@ pub struct Promoter {
     policy: Policy,
     settings: PromoterSettings,
     metrics: PromotionMetrics,
+    handed: mpsc::Receiver<Vec<Candidate>>,
+    proposals: Proposals,
 }
 
 impl Promoter {
@@ -161,17 +243,79 @@ impl Promoter {
         metrics
             .stale_after
             .set(i64::try_from(settings.stale_after.as_secs()).unwrap_or(i64::MAX));
+        let (queue, handed) = mpsc::channel(HANDOFF_CAPACITY);
         Promoter {
             store,
             policy,
             settings,
             metrics,
+            handed,
+            proposals: Proposals {
+                queue,
+                dropped: Default::default(),
+            },
         }
     }
 
-    /// One pass over the candidates above `from`: judge full batches until one drains
-    /// what was there (or, unless `wait`, another promoter holds the chain), then
-    /// refresh the gauges. Returns the decisions recorded and how far the pass read.
+    /// Where the jobs hand this promoter the candidates their commits wrote.
+    pub fn proposals(&self) -> Proposals {
+        self.proposals.clone()
+    }
+
+    /// Judge what commits have handed over so far, `batch` candidates per transaction.
+    /// A batch that cannot be recorded is dropped (the sweep finds its candidates) and
+    /// the rest wait in the queue for the next tick.
+    async fn judge_handed(&mut self) -> Result<u64, relata_store::StoreError> {
+        let dropped = self
+            .proposals
+            .dropped
+            .swap(0, std::sync::atomic::Ordering::Relaxed);
+        if dropped > 0 {
+            HandoffsDropped { commits: dropped }.emit(&self.metrics);
+        }
+        let batch = usize::try_from(self.settings.batch)
+            .unwrap_or(usize::MAX)
+            .max(1);
+        let mut total = 0;
+        loop {
+            let mut todo: Vec<Candidate> = Vec::new();
+            while todo.len() < batch {
+                match self.handed.try_recv() {
+                    Ok(candidates) => todo.extend(candidates),
+                    Err(_) => break,
+                }
+            }
+            if todo.is_empty() {
+                return Ok(total);
+            }
+            let s = self.store.promote_committed(&self.policy, todo).await?;
+            self.decided(&s, JudgedFrom::Commit);
+            if s.already_judged > 0 {
+                tracing::debug!(
+                    candidates = s.already_judged,
+                    "handed-over candidates a sweep had judged first"
+                );
+            }
+            total += s.total();
+        }
+    }
+
+    fn decided(&self, s: &relata_store::PromoteSummary, from: JudgedFrom) {
+        for (kind, decision, count) in &s.decided {
+            PromotionDecided {
+                kind: *kind,
+                decision: *decision,
+                count: *count,
+                from,
+            }
+            .emit(&self.metrics);
+        }
+    }
+
+    /// One sweep over the candidates above `from` and at most `upto`: judge full batches
+    /// until one drains what was there (or, unless `wait`, another promoter holds the
+    /// chain), then refresh the gauges. Returns the decisions recorded and how far the
+    /// pass read.
     ///
     /// A pass does not chase the workers: once a batch comes back short, what they
     /// commit after it waits for the next tick. Chasing them turned every tick into
@@ -181,23 +325,17 @@ impl Promoter {
         &self,
         wait: bool,
         from: PromoteCursor,
+        upto: PromoteCursor,
     ) -> Result<(u64, PromoteCursor), relata_store::StoreError> {
         let mut total = 0;
         let mut cursor = from;
         loop {
             let s = self
                 .store
-                .promote_pending_after(&self.policy, self.settings.batch, wait, cursor)
+                .promote_pending_between(&self.policy, self.settings.batch, wait, cursor, upto)
                 .await?;
             cursor = s.reached;
-            for (kind, decision, count) in &s.decided {
-                PromotionDecided {
-                    kind: *kind,
-                    decision: *decision,
-                    count: *count,
-                }
-                .emit(&self.metrics);
-            }
+            self.decided(&s, JudgedFrom::Sweep);
             total += s.total();
             if s.busy || !s.more {
                 break;
@@ -212,34 +350,57 @@ impl Promoter {
         Ok((total, cursor))
     }
 
-    /// Pass every `interval` until `shutdown` resolves, then one last pass (bounded by
-    /// `final_deadline`), so a batch run that stops leaves its candidates judged.
-    pub async fn run(self, shutdown: impl Future<Output = ()>, final_deadline: Duration) {
+    /// One tick: judge what commits handed over, then sweep up to `upto` (the high
+    /// water of the tick before) and refresh the gauges.
+    async fn tick(
+        &mut self,
+        from: PromoteCursor,
+        upto: PromoteCursor,
+    ) -> Result<PromoteCursor, relata_store::StoreError> {
+        self.judge_handed().await?;
+        let (_, reached) = self.pass(false, from, upto).await?;
+        Ok(reached)
+    }
+
+    /// Tick every `interval` until `shutdown` resolves, then judge what is left (bounded
+    /// by `final_deadline`), so a batch run that stops leaves its candidates judged.
+    pub async fn run(mut self, shutdown: impl Future<Output = ()>, final_deadline: Duration) {
         let mut shutdown = std::pin::pin!(shutdown);
         let mut tick = tokio::time::interval(self.settings.interval);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut sweep = Sweep::default();
+        // The first sweep goes up to what is there at start-up: nothing of it will be
+        // handed over.
+        let mut ceiling: Option<PromoteCursor> = None;
         loop {
-            // A pass waiting on a store that does not answer is abandoned at shutdown
+            // A tick waiting on a store that does not answer is abandoned at shutdown
             // (its transaction rolls back), never waited for.
             let from = sweep.floor();
             let next = async {
                 tick.tick().await;
-                self.pass(false, from).await
+                let high = self.store.candidate_high_water().await?;
+                let upto = ceiling.replace(high).unwrap_or(high);
+                self.tick(from, upto).await
             };
             tokio::select! {
                 _ = &mut shutdown => break,
                 r = next => match r {
-                    Ok((_, reached)) => sweep.finished(reached),
+                    Ok(reached) => sweep.finished(reached),
                     Err(e) => PromotionFailed { error: &e }.emit(),
                 }
             }
         }
-        // The last pass waits its turn for the chain instead of skipping: the pass just
-        // abandoned may still hold it until its rollback reaches the server, and skipping
-        // would leave this run's last candidates unjudged. It reads from the start, so a
-        // candidate any earlier pass went by is judged too.
-        match tokio::time::timeout(final_deadline, self.pass(true, PromoteCursor::START)).await {
+        // The jobs have stopped: judge what they handed over, then sweep everything. The
+        // sweep waits its turn for the chain instead of skipping: the tick just abandoned
+        // may still hold it until its rollback reaches the server, and skipping would
+        // leave this run's last candidates unjudged. It reads from the start, so a
+        // candidate any earlier sweep went by is judged too.
+        let last = async {
+            self.judge_handed().await?;
+            self.pass(true, PromoteCursor::START, PromoteCursor::END)
+                .await
+        };
+        match tokio::time::timeout(final_deadline, last).await {
             Ok(Ok(_)) => {}
             Ok(Err(e)) => PromotionFailed { error: &e }.emit(),
             Err(_) => tracing::warn!(

@@ -143,6 +143,9 @@ pub struct Worker {
     classify_version: TaskVersion,
     /// The last refusal that means the deployment is misconfigured (bounded, redacted).
     refusal: std::sync::Mutex<Option<String>>,
+    /// Where committed candidates go to be judged; `None` without a promoter (a sweep,
+    /// another worker's or `relata promote`, judges them).
+    proposals: Option<crate::Proposals>,
 }
 
 /// The next delivery, or never when there is no stream (a paused worker).
@@ -178,7 +181,14 @@ impl Worker {
             version,
             classify_version,
             refusal: std::sync::Mutex::new(None),
+            proposals: None,
         }
+    }
+
+    /// Hand every commit's candidates to a promoter.
+    pub fn with_proposals(mut self, proposals: crate::Proposals) -> Worker {
+        self.proposals = Some(proposals);
+        self
     }
 
     /// The task version this worker produces.
@@ -523,8 +533,8 @@ impl Worker {
             })
             .await;
         match committed {
-            Ok(CommitOutcome::Committed(c)) => {
-                self.committed(&rejections, &c);
+            Ok(CommitOutcome::Committed(mut c)) => {
+                self.committed(&rejections, &mut c);
                 if let Err(s) = self.follow_up(&job.job_id, Some(&c.claim_ids)).await {
                     return s;
                 }
@@ -593,8 +603,8 @@ impl Worker {
             })
             .await;
         match committed {
-            Ok(CommitOutcome::Committed(c)) => {
-                self.committed(&rejections, &c);
+            Ok(CommitOutcome::Committed(mut c)) => {
+                self.committed(&rejections, &mut c);
                 Settle::Ack(outcome_of(c.state))
             }
             Ok(CommitOutcome::AlreadyCommitted { .. }) => Settle::Ack(JobOutcome::AlreadyDone),
@@ -862,13 +872,17 @@ impl Worker {
     }
 
     /// A judged response's outcome is committed: count its rejections (once each; never
-    /// before the commit, so a retried commit cannot count twice) and its rows.
-    fn committed(&self, rejections: &[Rejection], c: &Committed) {
+    /// before the commit, so a retried commit cannot count twice) and its rows, and hand
+    /// its candidates to the promoter.
+    fn committed(&self, rejections: &[Rejection], c: &mut Committed) {
         for r in rejections {
             self.model
                 .record_invalid_output(self.settings.task, r.reason, &r.detail);
         }
         self.rows_committed(c);
+        if let Some(p) = &self.proposals {
+            p.offer(std::mem::take(&mut c.candidates));
+        }
     }
 
     fn rows_committed(&self, c: &Committed) {

@@ -834,3 +834,188 @@ async fn a_pass_goes_on_from_its_cursor_and_a_pass_from_the_start_finds_what_it_
     assert_eq!(state_of(s, claim(late)).await, PromotionState::Promoted);
     verify_ok(s).await;
 }
+
+/// What a commit returns of its rows is exactly what a sweep reads back for them, for
+/// every kind, with a warning, and with a call that is not complete provenance: the
+/// policy decides the same whichever path judges a candidate.
+#[tokio::test]
+async fn a_commits_candidates_are_what_a_sweep_reads_back() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let (_, _, warned) = extract_doc_judged_by(
+        &gate_without_support(),
+        s,
+        "w",
+        "Alpha Corp was founded by Jane Roe in Bern.",
+        &one_claim(
+            "Alpha Corp",
+            "Alpha Corp was founded in 1990.",
+            "founded by Jane Roe",
+        ),
+    )
+    .await;
+    clean_claim(s, "d1", "Beta Inc").await;
+    let (b, origin) = clean_claim(s, "d2", "Beta Inc").await;
+    let v = classify_version();
+    let jobs = s
+        .plan_classify_jobs(&origin, &[b], 5, 10, &v)
+        .await
+        .unwrap();
+    let related = commit_all_contradict(s, &jobs[0], &v).await;
+    assert_eq!(related.relation_ids.len(), 1, "{related:?}");
+    // A call record that names no prompt version: not complete provenance.
+    let unnamed = relata_core::TaskVersion::new(&relata_core::EXTRACT_V1, "", "test-model");
+    let up = ingest(s, "u", "Gamma Ltd opened the office called u in the city.").await;
+    let chunk = s.load_chunk(up.chunk_ids[0]).await.unwrap();
+    s.ensure_extract_jobs(&unnamed, &[chunk.id]).await.unwrap();
+    let job = relata_store::extract_job_id(&unnamed, chunk.id, &chunk.sha256);
+    let response = one_claim(
+        "Gamma Ltd",
+        "Gamma Ltd opened the office called u.",
+        "opened the office called u",
+    );
+    let j = relata_validate::judge_extract(
+        &relata_validate::GateConfig::default(),
+        &chunk.text,
+        response.as_bytes(),
+    );
+    let incomplete = committed(
+        s.commit_extract(&job, &call(&unnamed), &j, &chunk)
+            .await
+            .unwrap(),
+    );
+
+    for done in [&warned, &related, &incomplete] {
+        assert!(!done.candidates.is_empty(), "{done:?}");
+        for kind in RowKind::ALL {
+            let mut handed: Vec<_> = done
+                .candidates
+                .iter()
+                .filter(|c| c.id().kind == *kind)
+                .cloned()
+                .collect();
+            handed.sort_by_key(|c| c.id());
+            let ids: Vec<i64> = handed.iter().map(|c| c.id().id).collect();
+            let swept = relata_store::testing::candidates_as_swept(s, *kind, &ids)
+                .await
+                .unwrap();
+            assert_eq!(handed, swept, "{kind}");
+        }
+    }
+    assert_eq!(warned.candidates.len(), 2);
+    assert_eq!(incomplete.candidates.len(), 2);
+
+    // Judged from what the commits returned: the warned claim waits for review, the
+    // contested relation too, the incomplete call's rows are denied, and the log holds.
+    let everything: Vec<_> = [warned, related, incomplete]
+        .into_iter()
+        .flat_map(|d| d.candidates)
+        .collect();
+    let summary = s
+        .promote_committed(&Policy::shipped(), everything)
+        .await
+        .unwrap();
+    let mut decided = summary.decided.clone();
+    decided.sort_by_key(|(k, d, _)| (k.as_str(), d.as_str()));
+    assert_eq!(
+        decided,
+        [
+            (RowKind::Claim, PolicyDecision::Deny, 1),
+            (RowKind::Claim, PolicyDecision::Review, 1),
+            (RowKind::Entity, PolicyDecision::Allow, 1),
+            (RowKind::Entity, PolicyDecision::Deny, 1),
+            (RowKind::Relation, PolicyDecision::Review, 1),
+        ],
+        "{summary:?}"
+    );
+    verify_ok(s).await;
+}
+
+/// A candidate is judged once whichever path comes first: handed-over candidates that a
+/// sweep judged meanwhile are skipped, the rest recorded, and the chain stays whole.
+#[tokio::test]
+async fn handed_over_candidates_a_sweep_judged_first_are_skipped() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let (_, _, first) = extract_doc(
+        s,
+        "d1",
+        "Beta Inc opened the office called d1 in the city.",
+        &one_claim(
+            "Beta Inc",
+            "Beta Inc opened the office called d1.",
+            "opened the office called d1",
+        ),
+    )
+    .await;
+    judge(s).await;
+    let (c, _) = clean_claim(s, "d2", "Gamma Ltd").await;
+    let mut handed = first.candidates.clone();
+    let (_, _, second) = extract_doc(
+        s,
+        "d3",
+        "Delta Co opened the office called d3 in the city.",
+        &one_claim(
+            "Delta Co",
+            "Delta Co opened the office called d3.",
+            "opened the office called d3",
+        ),
+    )
+    .await;
+    handed.extend(second.candidates.clone());
+    let summary = s
+        .promote_committed(&Policy::shipped(), handed.clone())
+        .await
+        .unwrap();
+    assert_eq!(summary.already_judged, 2, "{summary:?}");
+    assert_eq!(summary.total(), 2, "{summary:?}");
+    // Offered again, all of them are judged already; nothing is recorded twice.
+    let again = s
+        .promote_committed(&Policy::shipped(), handed)
+        .await
+        .unwrap();
+    assert_eq!((again.already_judged, again.total()), (4, 0));
+    // The row nobody handed over waits for a sweep.
+    assert_eq!(state_of(s, claim(c)).await, PromotionState::Proposed);
+    assert_eq!(judge(s).await.total(), 2);
+    assert_eq!(state_of(s, claim(c)).await, PromotionState::Promoted);
+    assert_eq!(verify_ok(s).await, 6);
+    let counted: i64 = sqlx::query_scalar("SELECT count(*) FROM promotions")
+        .fetch_one(db.pool())
+        .await
+        .unwrap();
+    assert_eq!(counted, 6);
+}
+
+/// A sweep up to a ceiling leaves the rows committed above it (a worker's sweep leaves
+/// the rows its commits are about to hand over); the high water names the last ids.
+#[tokio::test]
+async fn a_sweep_stops_at_its_ceiling() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    assert_eq!(
+        s.candidate_high_water().await.unwrap(),
+        relata_store::PromoteCursor::START
+    );
+    let (below, _) = clean_claim(s, "d1", "Beta Inc").await;
+    let high = s.candidate_high_water().await.unwrap();
+    assert_eq!(high.get(RowKind::Claim), below);
+    assert_eq!(high.get(RowKind::Relation), 0);
+    let (above, _) = clean_claim(s, "d2", "Gamma Ltd").await;
+    let summary = s
+        .promote_pending_between(
+            &Policy::shipped(),
+            100,
+            true,
+            relata_store::PromoteCursor::START,
+            high,
+        )
+        .await
+        .unwrap();
+    assert_eq!(summary.total(), 2, "{summary:?}");
+    assert_eq!(summary.reached, high);
+    assert_eq!(state_of(s, claim(below)).await, PromotionState::Promoted);
+    assert_eq!(state_of(s, claim(above)).await, PromotionState::Proposed);
+    assert_eq!(judge(s).await.total(), 2);
+    verify_ok(s).await;
+}
