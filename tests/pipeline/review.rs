@@ -389,3 +389,52 @@ async fn workers_promote_in_the_background_and_a_review_store_that_cannot_decide
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     store.close().await;
 }
+
+/// A worker's promoter judges what its jobs commit from what the commits returned, not by
+/// reading it back: with a single extract worker and nothing else sweeping, its claims
+/// are decided `from="commit"`, no hand-off is dropped, and the log verifies.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_judges_the_rows_it_commits_from_what_the_commit_returned() {
+    let mut env = Env::new(options(), vec![]).await;
+    env.set("RELATA_PROMOTE_INTERVAL_MS", "100");
+    let corpus = env.write_doc("curie-a.txt", CURIE_A);
+    let extract = env.spawn_worker(Task::Extract);
+    let out = env.relata(&["ingest", corpus_path(&corpus), "--source", "wiki"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    env.wait_for_jobs(Task::Extract, 1, Duration::from_secs(60))
+        .await;
+    let m = metrics_until(&extract, |m| {
+        sample(
+            m,
+            "relata_promotion_decisions_total",
+            &[("kind", "claim"), ("decision", "allow")],
+        ) >= 1.0
+    })
+    .await;
+    assert_eq!(
+        sample(&m, "relata_promotion_handoffs_dropped_total", &[]),
+        0.0,
+        "{m}"
+    );
+    let log = extract.log_text();
+    let decided: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("promotion decisions recorded"))
+        .collect();
+    assert!(
+        decided
+            .iter()
+            .any(|l| l.contains(r#"kind="claim""#) && l.contains(r#"from="commit""#)),
+        "{log}"
+    );
+    assert_eq!(extract.terminate(), Some(0));
+    let states: Vec<serde_json::Value> = env
+        .export()
+        .into_iter()
+        .filter(|r| r["kind"] == "claim" || r["kind"] == "entity")
+        .collect();
+    assert!(!states.is_empty());
+    assert!(states.iter().all(|r| r["state"] == "promoted"), "{states:?}");
+    let out = env.relata(&["evidence", "verify"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+}
