@@ -434,7 +434,10 @@ async fn a_worker_judges_the_rows_it_commits_from_what_the_commit_returned() {
         .filter(|r| r["kind"] == "claim" || r["kind"] == "entity")
         .collect();
     assert!(!states.is_empty());
-    assert!(states.iter().all(|r| r["state"] == "promoted"), "{states:?}");
+    assert!(
+        states.iter().all(|r| r["state"] == "promoted"),
+        "{states:?}"
+    );
     let out = env.relata(&["evidence", "verify"]);
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
 }

@@ -13,6 +13,7 @@ use relata_validate::{
 use sqlx::query::QueryAs;
 use sqlx::{PgConnection, Postgres};
 
+use crate::canonical;
 use crate::error::{Result, StoreError};
 use crate::jobs::{
     CallColumns, LockedJob, bounded, check_call_version, finish_job, insert_call, lock_job,
@@ -105,7 +106,7 @@ impl Store {
         let entity_ids =
             written.ids_of(RowKind::Entity, rows.entities().iter().map(|e| e.index()))?;
         let claim_ids = written.ids_of(RowKind::Claim, rows.claims().iter().map(|c| c.index()))?;
-        let candidates = written.candidates(written_call, &guard.fingerprint, chunk, rows)?;
+        let candidates = written.candidates(written_call, &guard, rows, &entities, &claims)?;
         let counts = RowCounts {
             entities: entity_ids.len(),
             claims: claim_ids.len(),
@@ -366,11 +367,12 @@ async fn insert_rejections(
 /// rows inserted by sibling steps (a claim's entity, a warning's row) are checked at the
 /// end of the statement, when all of them exist.
 ///
-/// It returns what the promotion policy needs of every row it wrote, so that nothing is
-/// read back to judge them: each entity's and claim's canonical-content hash (the same
-/// `relata_*_sha256` functions `relata evidence verify` recomputes, over the rows as
-/// stored), a claim's time, and the call's provenance (`relata_provenance_complete`), time
-/// and document source.
+/// It returns what the promotion policy needs of every row it wrote beyond what the
+/// caller sent, so that nothing is read back to judge them: the ids, a claim's time, and
+/// the call's provenance (`relata_provenance_complete`), time and document source. The
+/// rows' canonical-content hashes are computed from the same values in Rust
+/// ([`crate::canonical`]), not here: in this statement they cost every commit database
+/// time.
 const COMMIT_EXTRACT: &str = "
 WITH job AS (
     UPDATE jobs SET state = $2, attempts = attempts + 1, completed_at = now(), updated_at = now()
@@ -393,7 +395,7 @@ WITH job AS (
     FROM call, UNNEST($22::int[], $23::text[], $24::text[], $25::text[])
          WITH ORDINALITY AS r(row_index, name, name_normalized, entity_type, n)
     ORDER BY r.n
-    RETURNING id, row_index, relata_entity_sha256(entities) AS sha256
+    RETURNING id, row_index
 ), c AS (
     INSERT INTO claims (call_id, job_id, document_id, revision_id, chunk_id, row_index,
                         statement, quote, quote_start, quote_end, subject, subject_normalized,
@@ -406,7 +408,7 @@ WITH job AS (
          WITH ORDINALITY AS r(row_index, statement, quote, quote_start, quote_end, subject,
                               subject_normalized, entity_row, n)
     ORDER BY r.n
-    RETURNING id, row_index, relata_claim_sha256(claims) AS sha256, created_at
+    RETURNING id, row_index, created_at
 ), w AS (
     INSERT INTO warnings (call_id, job_id, row_kind, row_index, entity_id, claim_id, warning,
                           reason, detail)
@@ -428,22 +430,21 @@ WITH job AS (
     ORDER BY r.n
     RETURNING 1
 )
-SELECT 0::int2, id, 0, NULL::text, finished_at, complete, (SELECT source FROM documents WHERE id = $20) FROM call
-UNION ALL SELECT 1::int2, id, row_index, sha256, NULL, NULL, NULL FROM e
-UNION ALL SELECT 2::int2, id, row_index, sha256, created_at, NULL, NULL FROM c
-UNION ALL SELECT 3::int2, count(*), 0, NULL, NULL, NULL, NULL FROM w
-UNION ALL SELECT 4::int2, count(*), 0, NULL, NULL, NULL, NULL FROM x";
+SELECT 0::int2, id, 0, finished_at, complete, (SELECT source FROM documents WHERE id = $20) FROM call
+UNION ALL SELECT 1::int2, id, row_index, NULL, NULL, NULL FROM e
+UNION ALL SELECT 2::int2, id, row_index, created_at, NULL, NULL FROM c
+UNION ALL SELECT 3::int2, count(*), 0, NULL, NULL, NULL FROM w
+UNION ALL SELECT 4::int2, count(*), 0, NULL, NULL, NULL FROM x";
 
 /// The extract commit statement with its parameters bound so far.
 type ExtractQuery<'q> = QueryAs<'q, Postgres, WrittenRow, <Postgres as sqlx::Database>::Arguments>;
 
-/// One row the extract commit statement returns: `(kind, id or count, row index, sha256,
-/// time, provenance complete, source)`; the last four are null where they do not apply.
+/// One row the extract commit statement returns: `(kind, id or count, row index, time,
+/// provenance complete, source)`; the last three are null where they do not apply.
 type WrittenRow = (
     i16,
     i64,
     i32,
-    Option<String>,
     Option<DateTime<Utc>>,
     Option<bool>,
     Option<String>,
@@ -458,9 +459,9 @@ enum WrittenKind {
     /// `id` is the model call's id, with its finish time, whether it is complete
     /// provenance, and the source of the chunk's document.
     Call = 0,
-    /// `id` is an entity's id, at `row_index`, with its hash.
+    /// `id` is an entity's id, at `row_index`.
     Entity = 1,
-    /// `id` is a claim's id, at `row_index`, with its hash and time.
+    /// `id` is a claim's id, at `row_index`, with its time.
     Claim = 2,
     /// `id` is how many warnings were written.
     Warnings = 3,
@@ -497,7 +498,6 @@ struct WrittenCall {
 /// An entity or claim as the extract commit statement wrote it.
 struct WrittenCandidate {
     id: i64,
-    sha256: String,
     /// A claim's `created_at`; `None` for an entity (its time is its call's).
     created_at: Option<DateTime<Utc>>,
 }
@@ -516,18 +516,12 @@ struct Written {
 impl Written {
     fn read(rows: Vec<WrittenRow>) -> Result<Written> {
         let mut w = Written::default();
-        for (kind, id, index, sha256, at, complete, source) in rows {
+        for (kind, id, index, at, complete, source) in rows {
             let kind = WrittenKind::of(kind)?;
             let missing = |what: &str| {
                 StoreError::Invariant(format!("the commit returned a {kind:?} row without {what}"))
             };
-            let candidate = |sha256: Option<String>| {
-                Ok::<_, StoreError>(WrittenCandidate {
-                    id,
-                    sha256: sha256.ok_or_else(|| missing("its hash"))?,
-                    created_at: at,
-                })
-            };
+            let candidate = WrittenCandidate { id, created_at: at };
             match kind {
                 WrittenKind::Call => {
                     w.call = Some(WrittenCall {
@@ -538,10 +532,10 @@ impl Written {
                     });
                 }
                 WrittenKind::Entity => {
-                    w.entity_by_index.insert(index as usize, candidate(sha256)?);
+                    w.entity_by_index.insert(index as usize, candidate);
                 }
                 WrittenKind::Claim => {
-                    w.claim_by_index.insert(index as usize, candidate(sha256)?);
+                    w.claim_by_index.insert(index as usize, candidate);
                 }
                 WrittenKind::Warnings => w.warnings = count(id)?,
                 WrittenKind::Rejections => w.rejections = count(id)?,
@@ -572,22 +566,26 @@ impl Written {
     }
 
     /// The accepted rows as promotion candidates: the facts a sweep would read back
-    /// (warnings, entity type, source, provenance, task version, revision, time, hash),
-    /// here from the judgement and the statement's own returns.
+    /// (warnings, entity type, source, provenance, task version, revision, time) and the
+    /// hash of each row's canonical content, here from the judgement, the columns the
+    /// statement was sent and what it returned.
     fn candidates(
         &self,
         call: &WrittenCall,
-        task_version: &str,
-        chunk: &ChunkRow,
+        guard: &ExtractGuard<'_>,
         rows: &ExtractRows,
+        entities: &EntityColumns<'_>,
+        claims: &ClaimColumns<'_>,
     ) -> Result<Vec<Candidate>> {
+        let chunk = guard.chunk;
+        let job_id = guard.job_id.as_str();
         let candidate = |kind: RowKind,
-                         index: usize,
+                         row: &WrittenCandidate,
                          warnings: &[Finding],
-                         entity_type: Option<EntityType>|
-         -> Result<Candidate> {
-            let row = self.row(kind, index)?;
-            Ok(Candidate {
+                         entity_type: Option<EntityType>,
+                         sha256: String|
+         -> Candidate {
+            Candidate {
                 id: CandidateId { kind, id: row.id },
                 facts: CandidateFacts {
                     kind,
@@ -598,25 +596,64 @@ impl Written {
                     has_provenance: call.provenance_complete,
                 },
                 call_id: Some(call.id),
-                task_version: task_version.to_owned(),
+                task_version: guard.fingerprint.clone(),
                 revision_ids: vec![chunk.revision_id],
                 proposed_at: row.created_at.unwrap_or(call.finished_at),
-                sha256: row.sha256.clone(),
-            })
+                sha256,
+            }
         };
-        let entities = rows.entities().iter().map(|e| {
-            candidate(
+        let mut out = Vec::with_capacity(entities.index.len() + claims.index.len());
+        // The columns were built from these rows, in this order.
+        for (i, e) in rows.entities().iter().enumerate() {
+            let row = self.row(RowKind::Entity, e.index())?;
+            // As `relata_entity_sha256(e)` lists the row's columns.
+            let sha256 = canonical::sha256_hex(&[
+                "entity".into(),
+                row.id.into(),
+                call.id.into(),
+                job_id.into(),
+                chunk.document_id.into(),
+                chunk.revision_id.into(),
+                chunk.id.into(),
+                entities.index[i].into(),
+                entities.name[i].into(),
+                entities.key[i].as_str().into(),
+                entities.entity_type[i].into(),
+            ]);
+            out.push(candidate(
                 RowKind::Entity,
-                e.index(),
+                row,
                 e.warnings(),
                 Some(e.entity_type()),
-            )
-        });
-        let claims = rows
-            .claims()
-            .iter()
-            .map(|c| candidate(RowKind::Claim, c.index(), c.warnings(), None));
-        entities.chain(claims).collect()
+                sha256,
+            ));
+        }
+        for (i, c) in rows.claims().iter().enumerate() {
+            let row = self.row(RowKind::Claim, c.index())?;
+            let entity_id = claims.entity_row[i]
+                .map(|r| Ok::<_, StoreError>(self.row(RowKind::Entity, r as usize)?.id))
+                .transpose()?;
+            // As `relata_claim_sha256(c)` lists the row's columns.
+            let sha256 = canonical::sha256_hex(&[
+                "claim".into(),
+                row.id.into(),
+                call.id.into(),
+                job_id.into(),
+                chunk.document_id.into(),
+                chunk.revision_id.into(),
+                chunk.id.into(),
+                claims.index[i].into(),
+                claims.statement[i].into(),
+                claims.quote[i].into(),
+                claims.start[i].into(),
+                claims.end[i].into(),
+                claims.subject[i].into(),
+                claims.subject_key[i].as_str().into(),
+                entity_id.into(),
+            ]);
+            out.push(candidate(RowKind::Claim, row, c.warnings(), None, sha256));
+        }
+        Ok(out)
     }
 }
 
@@ -885,12 +922,12 @@ mod tests {
             let (value, reads) = match kind {
                 WrittenKind::Call => (
                     0,
-                    "id, 0, NULL::text, finished_at, complete, (SELECT source FROM documents WHERE id = $20) FROM call",
+                    "id, 0, finished_at, complete, (SELECT source FROM documents WHERE id = $20) FROM call",
                 ),
-                WrittenKind::Entity => (1, "id, row_index, sha256, NULL, NULL, NULL FROM e"),
-                WrittenKind::Claim => (2, "id, row_index, sha256, created_at, NULL, NULL FROM c"),
-                WrittenKind::Warnings => (3, "count(*), 0, NULL, NULL, NULL, NULL FROM w"),
-                WrittenKind::Rejections => (4, "count(*), 0, NULL, NULL, NULL, NULL FROM x"),
+                WrittenKind::Entity => (1, "id, row_index, NULL, NULL, NULL FROM e"),
+                WrittenKind::Claim => (2, "id, row_index, created_at, NULL, NULL FROM c"),
+                WrittenKind::Warnings => (3, "count(*), 0, NULL, NULL, NULL FROM w"),
+                WrittenKind::Rejections => (4, "count(*), 0, NULL, NULL, NULL FROM x"),
             };
             assert_eq!(kind as i16, value);
             assert_eq!(WrittenKind::of(value).unwrap(), kind);

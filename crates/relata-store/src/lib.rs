@@ -35,6 +35,7 @@
 
 mod answers;
 mod backfill;
+pub mod canonical;
 mod commit;
 mod documents;
 mod error;

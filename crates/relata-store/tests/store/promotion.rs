@@ -8,6 +8,7 @@ use futures::TryStreamExt;
 use relata_core::{
     CandidateId, Decision, EvidenceDecision, Policy, PolicyDecision, PromotionState, RowKind,
 };
+use relata_store::canonical::{self, Value};
 use relata_store::{ErrorKind, ExportRecord, RefusalReason, ReviewFilter, Store, StoreError};
 use sqlx::Connection;
 
@@ -885,7 +886,22 @@ async fn a_commits_candidates_are_what_a_sweep_reads_back() {
             .unwrap(),
     );
 
-    for done in [&warned, &related, &incomplete] {
+    // Text the canonical encoding must escape: quotes, a backslash, a tab, non-ASCII.
+    let subject = "Zeta \"Z\" Ltd";
+    let (_, _, awkward) = extract_doc(
+        s,
+        "z",
+        &format!("{subject} opened the office\tcalled back\\slash-é in the city."),
+        &one_claim(
+            subject,
+            &format!("{subject} opened the office called back\\slash-é."),
+            "opened the office\tcalled back\\slash-é",
+        ),
+    )
+    .await;
+    assert_eq!(awkward.claim_ids.len(), 1, "{awkward:?}");
+
+    for done in [&warned, &related, &incomplete, &awkward] {
         assert!(!done.candidates.is_empty(), "{done:?}");
         for kind in RowKind::ALL {
             let mut handed: Vec<_> = done
@@ -907,7 +923,7 @@ async fn a_commits_candidates_are_what_a_sweep_reads_back() {
 
     // Judged from what the commits returned: the warned claim waits for review, the
     // contested relation too, the incomplete call's rows are denied, and the log holds.
-    let everything: Vec<_> = [warned, related, incomplete]
+    let everything: Vec<_> = [warned, related, incomplete, awkward]
         .into_iter()
         .flat_map(|d| d.candidates)
         .collect();
@@ -920,15 +936,61 @@ async fn a_commits_candidates_are_what_a_sweep_reads_back() {
     assert_eq!(
         decided,
         [
+            (RowKind::Claim, PolicyDecision::Allow, 1),
             (RowKind::Claim, PolicyDecision::Deny, 1),
             (RowKind::Claim, PolicyDecision::Review, 1),
-            (RowKind::Entity, PolicyDecision::Allow, 1),
+            (RowKind::Entity, PolicyDecision::Allow, 2),
             (RowKind::Entity, PolicyDecision::Deny, 1),
             (RowKind::Relation, PolicyDecision::Review, 1),
         ],
         "{summary:?}"
     );
     verify_ok(s).await;
+}
+
+/// A commit hashes its rows in Rust; `evidence verify`, reviewers and sweeps hash them in
+/// SQL. The text both hash is `jsonb_build_array(…)::text`, which the Rust writer must
+/// produce byte for byte, whatever the text: every ASCII character, escapes, non-ASCII,
+/// and the extreme integers.
+#[tokio::test]
+async fn the_canonical_text_is_postgresqls_jsonb_text_for_any_text() {
+    let db = TestDb::new().await;
+    let mut texts: Vec<String> = (1u8..0x80).map(|b| format!("a{}z", b as char)).collect();
+    texts.extend(
+        [
+            "",
+            "\\u0000",
+            "é 漢 🦀 \u{2028}\u{2029}\u{feff}",
+            "</script>",
+            "line\r\nbreak",
+        ]
+        .map(str::to_owned),
+    );
+    texts.push("x\"y\\".repeat(5000));
+    for t in &texts {
+        for n in [i64::MIN, -1, 0, i64::MAX] {
+            let (text, sha): (String, String) = sqlx::query_as(
+                "SELECT a::text, encode(sha256(convert_to(a::text, 'UTF8')), 'hex')
+                 FROM (SELECT jsonb_build_array('claim', $1::bigint, $2::text, NULL::bigint,
+                                                $3::int) AS a) x",
+            )
+            .bind(n)
+            .bind(t)
+            .bind(-7i32)
+            .fetch_one(db.pool())
+            .await
+            .unwrap();
+            let values = [
+                "claim".into(),
+                n.into(),
+                t.as_str().into(),
+                Value::Null,
+                (-7i32).into(),
+            ];
+            assert_eq!(canonical::jsonb_array_text(&values), text, "{t:?}");
+            assert_eq!(canonical::sha256_hex(&values), sha, "{t:?}");
+        }
+    }
 }
 
 /// A candidate is judged once whichever path comes first: handed-over candidates that a
