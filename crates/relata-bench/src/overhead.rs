@@ -62,6 +62,9 @@ pub struct WorkerRun {
     /// the hypervisor (neither is in busy).
     pub machine_busy_s: f64,
     pub database_cpu_s: f64,
+    /// Of `database_cpu_s`, the backends that served the worker's promoter (its
+    /// `relata-promoter` connections): promotion's database work.
+    pub promoter_db_cpu_s: f64,
     pub iowait_s: f64,
     pub steal_s: f64,
 }
@@ -77,6 +80,13 @@ impl WorkerRun {
     /// cores are the limit, and unlike chunks/s not moved by time stolen from it.
     pub fn machine_ms_per_chunk(&self) -> f64 {
         self.machine_busy_s * 1000.0 / self.jobs.max(1) as f64
+    }
+
+    /// The promoter's database backends' share of the machine's busy CPU over the run:
+    /// measured within one run, so the neighbours move it far less than they move a
+    /// comparison of two runs.
+    pub fn promoter_db_share(&self) -> f64 {
+        self.promoter_db_cpu_s / self.machine_busy_s
     }
 }
 
@@ -125,8 +135,13 @@ pub async fn run_one(
         &["--concurrency", &c, "--exit-when-idle", "2"],
         None,
     )?;
-    let (status, proc_stats, database_ticks, wall) =
-        wait_watching(child, Duration::from_secs(900), Some(world.database_name())).await?;
+    let watched = wait_watching(
+        child,
+        Duration::from_secs(900),
+        Some((world.database_name(), &world.store)),
+    )
+    .await?;
+    let (status, proc_stats, wall) = (watched.status, watched.stats, watched.wall);
     let cpu = MachineCpu::read().unwrap_or_default().since(cpu_before);
     if !status.success() {
         bail!("worker exited with {status}");
@@ -155,7 +170,8 @@ pub async fn run_one(
         candidates,
         judged,
         machine_busy_s: cpu.busy as f64 / ticks,
-        database_cpu_s: database_ticks as f64 / ticks,
+        database_cpu_s: watched.database_ticks as f64 / ticks,
+        promoter_db_cpu_s: watched.promoter_ticks as f64 / ticks,
         iowait_s: cpu.iowait as f64 / ticks,
         steal_s: cpu.steal as f64 / ticks,
     };
@@ -290,13 +306,15 @@ pub fn print_run(promoter: bool, c: u16, run: &WorkerRun, floor: Option<&Floor>)
         )
     });
     println!(
-        "     states {:?}; candidates judged by the policy at exit {}/{}; span {:.2} s (worker wall incl. 2 s idle exit {:.2} s); machine busy {:.1} s, iowait {:.1} s, steal {:.1} s over the worker's life{floor_line}; load {}",
+        "     states {:?}; candidates judged by the policy at exit {}/{}; span {:.2} s (worker wall incl. 2 s idle exit {:.2} s); machine busy {:.1} s (the promoter's database backends {:.2} s, {:.1}%), iowait {:.1} s, steal {:.1} s over the worker's life{floor_line}; load {}",
         run.states,
         run.judged,
         run.candidates,
         run.span_s,
         run.wall_s,
         run.machine_busy_s,
+        run.promoter_db_cpu_s,
+        run.promoter_db_share() * 100.0,
         run.iowait_s,
         run.steal_s,
         crate::world::loadavg()
@@ -350,6 +368,7 @@ pub fn print_pairs(c: u16, off: &[WorkerRun], on: &[WorkerRun]) {
             .join(", ")
     };
     let db_cpu = |r: &[WorkerRun]| median(r.iter().map(|r| r.database_cpu_s).collect());
+    let promoter_share = median(on.iter().map(|r| r.promoter_db_share() * 100.0).collect());
     println!(
         "C = {c}, {} pairs: chunks/s off [{}] median {:.1}; on [{}] median {:.1}; change of the medians {:+.1}%, pairwise median {:+.1}%",
         off.len().min(on.len()),
@@ -369,6 +388,11 @@ pub fn print_pairs(c: u16, off: &[WorkerRun], on: &[WorkerRun]) {
         s.cpu_bound_change * 100.0,
         db_cpu(off),
         db_cpu(on),
+    );
+    println!(
+        "C = {c}: the promoter's database backends' share of the machine's busy CPU, on [{}] median {:.1}%",
+        list(on, |r| r.promoter_db_share() * 100.0, 1),
+        promoter_share,
     );
 }
 
@@ -406,6 +430,7 @@ mod tests {
             judged: 0,
             machine_busy_s,
             database_cpu_s: 0.0,
+            promoter_db_cpu_s: 0.0,
             iowait_s: 0.0,
             steal_s: 0.0,
         }

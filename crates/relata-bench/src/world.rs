@@ -284,24 +284,50 @@ pub async fn wait_sampling(
     child: Child,
     within: Duration,
 ) -> Result<(ExitStatus, ProcStats, Duration)> {
-    let (status, stats, _, wall) = wait_watching(child, within, None).await?;
-    Ok((status, stats, wall))
+    let w = wait_watching(child, within, None).await?;
+    Ok((w.status, w.stats, w.wall))
 }
 
-/// [`wait_sampling`], and the CPU ticks the PostgreSQL backends connected to `database`
-/// used while the child ran (each backend's last reading; a backend's CPU after the
-/// last sample before it exits, at most 250 ms of it, is missed).
+/// What [`wait_watching`] saw.
+pub struct Watched {
+    pub status: ExitStatus,
+    pub stats: ProcStats,
+    /// CPU ticks of the database's backends while the child ran, and of those among them
+    /// that served a worker's promoter.
+    pub database_ticks: u64,
+    pub promoter_ticks: u64,
+    pub wall: Duration,
+}
+
+/// [`wait_sampling`], and the CPU ticks the PostgreSQL backends connected to the world's
+/// database used while the child ran (each backend's last reading; a backend's CPU after
+/// the last sample before it exits, at most 250 ms of it, is missed), telling the
+/// promoter's backends (by their `application_name`) from the rest.
 pub async fn wait_watching(
     mut child: Child,
     within: Duration,
-    database: Option<&str>,
-) -> Result<(ExitStatus, ProcStats, u64, Duration)> {
+    database: Option<(&str, &Store)>,
+) -> Result<Watched> {
     let pid = child.id();
     let started = Instant::now();
     let mut last = ProcStats::default();
     let mut backends: HashMap<u32, u64> = HashMap::new();
+    let mut promoter_pids: std::collections::HashSet<u32> = Default::default();
     let mut next_scan = started;
-    let backend_ticks = |b: &HashMap<u32, u64>| b.values().copied().sum::<u64>();
+    let watched = |status,
+                   last,
+                   backends: &HashMap<u32, u64>,
+                   promoter: &std::collections::HashSet<u32>| Watched {
+        status,
+        stats: last,
+        database_ticks: backends.values().copied().sum(),
+        promoter_ticks: backends
+            .iter()
+            .filter(|(pid, _)| promoter.contains(pid))
+            .map(|(_, t)| *t)
+            .sum(),
+        wall: started.elapsed(),
+    };
     loop {
         if let Some(s) = read_proc(pid) {
             last = ProcStats {
@@ -309,23 +335,26 @@ pub async fn wait_watching(
                 cpu_ticks: s.cpu_ticks.max(last.cpu_ticks),
             };
         }
-        if let Some(db) = database
+        if let Some((db, store)) = database
             && Instant::now() >= next_scan
         {
             for (bpid, ticks) in database_backends(db) {
                 let e = backends.entry(bpid).or_default();
                 *e = (*e).max(ticks);
             }
+            if let Ok(pids) = store.promoter_backend_pids().await {
+                promoter_pids.extend(pids.into_iter().filter_map(|p| u32::try_from(p).ok()));
+            }
             next_scan = Instant::now() + Duration::from_millis(250);
         }
         if let Some(status) = child.try_wait()? {
-            return Ok((status, last, backend_ticks(&backends), started.elapsed()));
+            return Ok(watched(status, last, &backends, &promoter_pids));
         }
         if started.elapsed() > within {
             let _ = child.kill();
             let status = child.wait()?;
             eprintln!("worker {pid} did not exit within {within:?}; killed");
-            return Ok((status, last, backend_ticks(&backends), started.elapsed()));
+            return Ok(watched(status, last, &backends, &promoter_pids));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

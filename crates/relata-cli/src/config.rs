@@ -625,9 +625,12 @@ impl Config {
 
     /// The worker's promoter pool: its own, so its transactions never take a connection a
     /// commit is waiting for; two connections at most, and never more than the setting.
+    /// Its connections are `relata-promoter` in `pg_stat_activity`, so an operator (and
+    /// `relata-bench`) can tell promotion's database work from the jobs'.
     pub fn promoter_store_options(&self) -> relata_store::StoreOptions {
         relata_store::StoreOptions {
             max_connections: self.database_max_connections.min(2),
+            application_name: Some(relata_store::PROMOTER_APPLICATION_NAME),
             ..relata_store::StoreOptions::default()
         }
     }
@@ -989,6 +992,11 @@ mod tests {
         config.database_max_connections = 40;
         assert_eq!(config.store_options().max_connections, 40);
         assert_eq!(config.promoter_store_options().max_connections, 2);
+        assert_eq!(
+            config.promoter_store_options().application_name,
+            Some("relata-promoter")
+        );
+        assert_eq!(config.store_options().application_name, None);
     }
 
     #[test]

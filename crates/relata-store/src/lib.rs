@@ -95,6 +95,11 @@ pub use types::{
 /// The schema migrations, compiled in from the workspace's `migrations/` directory.
 pub static MIGRATOR: Migrator = sqlx::migrate!("../../migrations");
 
+/// The `application_name` of a worker's promoter connections
+/// ([`StoreOptions::application_name`]): what tells promotion's database work from the
+/// jobs' in `pg_stat_activity`.
+pub const PROMOTER_APPLICATION_NAME: &str = "relata-promoter";
+
 /// Longest excerpt (in characters) kept on a model call record.
 pub const EXCERPT_MAX_CHARS: usize = 2000;
 
@@ -105,6 +110,9 @@ pub struct StoreOptions {
     /// How long an operation waits for a free (or new) connection before failing with a
     /// retryable error.
     pub acquire_timeout: Duration,
+    /// The `application_name` these connections show in `pg_stat_activity` (`None`: the
+    /// URL's, if it names one).
+    pub application_name: Option<&'static str>,
 }
 
 impl Default for StoreOptions {
@@ -112,6 +120,7 @@ impl Default for StoreOptions {
         StoreOptions {
             max_connections: 10,
             acquire_timeout: Duration::from_secs(10),
+            application_name: None,
         }
     }
 }
@@ -130,7 +139,10 @@ impl Store {
 
     pub async fn connect_with(url: &str, options: &StoreOptions) -> Result<Store> {
         use sqlx::{ConnectOptions, Connection};
-        let connect: PgConnectOptions = url.parse()?;
+        let mut connect: PgConnectOptions = url.parse()?;
+        if let Some(name) = options.application_name {
+            connect = connect.application_name(name);
+        }
         // One direct connection first: the pool retries a refused connection until its
         // acquire timeout, so a wrong port or host would take that long to be reported.
         connect.connect().await?.close().await?;

@@ -164,6 +164,18 @@ impl Store {
         })
     }
 
+    /// The process ids of this database's backends that serve a worker's promoter
+    /// ([`crate::PROMOTER_APPLICATION_NAME`]).
+    pub async fn promoter_backend_pids(&self) -> Result<Vec<i32>> {
+        Ok(sqlx::query_scalar(
+            "SELECT pid FROM pg_stat_activity
+             WHERE datname = current_database() AND application_name = $1",
+        )
+        .bind(crate::PROMOTER_APPLICATION_NAME)
+        .fetch_all(&self.pool)
+        .await?)
+    }
+
     /// Entities, claims and relations stored.
     pub async fn rows_stored(&self) -> Result<i64> {
         self.count(

@@ -195,10 +195,10 @@ pub struct PromoterSettings {
     pub stale_after: Duration,
 }
 
-/// How many commits' candidates may wait for the promoter. At the bench's rate (about
-/// 600 commits a second) that is several ticks of the default interval; beyond it a
-/// commit's candidates are dropped from the hand-off, never waited for, and the sweep
-/// judges them.
+/// How many commits' candidates may wait for the promoter. At the bench's rate (600 to
+/// 800 commits a second on two cores) that is two to three ticks of the default interval;
+/// beyond it a commit's candidates are dropped from the hand-off, never waited for, and
+/// the sweep judges them.
 pub const HANDOFF_CAPACITY: usize = 4096;
 
 /// The jobs' side of the hand-off to the promoter (cheap to clone).

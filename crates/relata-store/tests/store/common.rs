@@ -45,6 +45,10 @@ impl TestDb {
         self.store.pool()
     }
 
+    pub fn url(&self) -> &str {
+        self._guard.url()
+    }
+
     pub async fn count(&self, table: &str) -> i64 {
         sqlx::query_scalar(AssertSqlSafe(format!("SELECT count(*) FROM {table}")))
             .fetch_one(self.pool())

@@ -7,6 +7,7 @@ async fn an_unreachable_database_is_retryable() {
     let options = StoreOptions {
         max_connections: 1,
         acquire_timeout: Duration::from_secs(2),
+        ..StoreOptions::default()
     };
     // Port 1 on loopback: nothing listens there.
     let err = Store::connect_with("postgres://postgres@127.0.0.1:1/postgres", &options)
@@ -74,4 +75,26 @@ async fn a_database_without_the_schema_is_not_migrated_not_unavailable() {
     assert!(e.to_string().contains("run `relata migrate`"), "{e}");
     store.migrate().await.unwrap();
     store.check_migrated().await.unwrap();
+}
+
+/// A pool that names its connections shows the name in `pg_stat_activity` (the promoter's
+/// are `relata-promoter`: how its database work is told from the jobs'); one that does
+/// not keeps the URL's.
+#[tokio::test]
+async fn a_pool_can_name_its_connections() {
+    let db = crate::common::TestDb::new().await;
+    let options = StoreOptions {
+        application_name: Some(relata_store::PROMOTER_APPLICATION_NAME),
+        ..StoreOptions::default()
+    };
+    let named = Store::connect_with(db.url(), &options).await.unwrap();
+    let name = |pool| async move {
+        sqlx::query_scalar::<_, String>("SELECT current_setting('application_name')")
+            .fetch_one(pool)
+            .await
+            .unwrap()
+    };
+    assert_eq!(name(named.pool()).await, "relata-promoter");
+    assert_ne!(name(db.pool()).await, "relata-promoter");
+    named.close().await;
 }
