@@ -145,7 +145,7 @@ pub struct ReviewConfig {
     pub stale_after_hours: Hours,
     /// How often a worker's promoter judges new candidates.
     pub promote_interval_ms: Millis,
-    /// Candidates judged per promoter transaction (of each kind, in a sweep).
+    /// Candidates of each kind judged per sweep transaction.
     pub promote_batch: u32,
     /// Whether this worker runs a promoter beside its job loop. Off, its candidates wait
     /// for another worker's promoter or `relata promote` (a fleet may keep one promoter,

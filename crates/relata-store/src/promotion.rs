@@ -87,6 +87,11 @@ impl EvidenceRecord {
     /// records share one time): the array is written straight into the hash, without a
     /// JSON tree in between — the same bytes `serde_json` writes for that tree.
     fn sha256_at(&self, decided_at: &str) -> String {
+        hex::encode(self.digest_at(decided_at))
+    }
+
+    /// [`EvidenceRecord::sha256_at`] as the 32 bytes the log stores.
+    fn digest_at(&self, decided_at: &str) -> [u8; 32] {
         struct Hashing(Sha256);
         impl std::io::Write for Hashing {
             fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -115,7 +120,7 @@ impl EvidenceRecord {
         );
         // Serializing strings, integers and options into memory cannot fail.
         serde_json::to_writer(&mut hashing, &fields).expect("a record serializes");
-        hex::encode(hashing.0.finalize())
+        hashing.0.finalize().into()
     }
 }
 
@@ -414,8 +419,9 @@ pub struct Candidate {
     pub(crate) task_version: String,
     pub(crate) revision_ids: Vec<i64>,
     pub(crate) proposed_at: DateTime<Utc>,
-    /// sha256 (hex) of the row's canonical content, computed by the database's
-    /// `relata_*_sha256` functions over the row as stored.
+    /// sha256 (hex) of the row's canonical content: the database's `relata_*_sha256` over
+    /// the stored row, or, for a commit's rows, the same bytes hashed by
+    /// [`crate::canonical`] from what the commit sent.
     pub(crate) sha256: String,
 }
 
@@ -765,18 +771,24 @@ struct Chain {
     /// `now` as each record's hash covers it, formatted once.
     now_text: String,
     records: Vec<EvidenceRecord>,
+    /// The chain's end as the log stores it (32 bytes) before the first record, then
+    /// each record's own hash as bytes: what `write` sends, without decoding the hex
+    /// back.
+    digests: Vec<[u8; 32]>,
 }
 
 impl Chain {
-    fn new(head: Head) -> Chain {
+    fn new(head: Head) -> Result<Chain> {
         // PostgreSQL keeps microseconds; the hash must be over what is stored.
         let now = Utc::now().trunc_subsecs(6);
-        Chain {
+        let start = hash_bytes(&head.sha256)?;
+        Ok(Chain {
             head,
             now,
             now_text: decided_at_text(now),
             records: Vec::new(),
-        }
+            digests: vec![start],
+        })
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -807,7 +819,9 @@ impl Chain {
             prev_sha256: self.head.sha256.clone(),
             sha256: String::new(),
         };
-        record.sha256 = record.sha256_at(&self.now_text);
+        let digest = record.digest_at(&self.now_text);
+        record.sha256 = hex::encode(digest);
+        self.digests.push(digest);
         self.head = Head {
             seq: record.seq,
             sha256: record.sha256.clone(),
@@ -835,11 +849,11 @@ impl Chain {
         let mut at = Vec::with_capacity(n);
         let mut prev = Vec::with_capacity(n);
         let mut sha = Vec::with_capacity(n);
-        for r in &self.records {
+        for (r, link) in self.records.iter().zip(self.digests.windows(2)) {
             seq.push(r.seq);
             kind.push(r.candidate.kind.as_str());
             id.push(r.candidate.id);
-            csha.push(hash_bytes(&r.candidate_sha256)?);
+            csha.push(hash_bytes(&r.candidate_sha256)?.to_vec());
             call.push(r.call_id);
             tv.push(r.task_version.as_str());
             actor_kind.push(r.actor_kind.as_str());
@@ -850,8 +864,8 @@ impl Chain {
             reasons.push(array_literal(&r.reasons));
             note.push(r.note.as_deref());
             at.push(r.decided_at);
-            prev.push(hash_bytes(&r.prev_sha256)?);
-            sha.push(hash_bytes(&r.sha256)?);
+            prev.push(link[0].as_slice());
+            sha.push(link[1].as_slice());
         }
         sqlx::query(
             "INSERT INTO evidence (seq, candidate_kind, candidate_id, candidate_sha256, call_id,
@@ -884,21 +898,57 @@ impl Chain {
         .await?;
         sqlx::query("UPDATE evidence_head SET seq = $1, sha256 = $2")
             .bind(self.head.seq)
-            .bind(hash_bytes(&self.head.sha256)?)
+            .bind(self.digests.last().map(<[u8; 32]>::as_slice))
             .execute(&mut *tx)
             .await?;
         Ok(())
     }
 }
 
-/// A hash as the log stores it (32 bytes); relata computes and shows it as hex.
-fn hash_bytes(hex_sha256: &str) -> Result<Vec<u8>> {
-    match hex::decode(hex_sha256) {
-        Ok(b) if b.len() == 32 => Ok(b),
-        _ => Err(StoreError::Invariant(format!(
-            "{hex_sha256:?} is not a sha256 in hex"
-        ))),
+/// A one- or two-element array per row (a candidate's sources and revisions: one for an
+/// entity or claim, up to two for a relation), sent as two columns: a text or bigint
+/// array per row cannot travel inside `unnest`, and an array literal per row cost the
+/// database a parse per row.
+struct Pairs<T> {
+    first: Vec<T>,
+    second: Vec<Option<T>>,
+}
+
+impl<T: Clone> Pairs<T> {
+    fn with_capacity(n: usize) -> Self {
+        Pairs {
+            first: Vec::with_capacity(n),
+            second: Vec::with_capacity(n),
+        }
     }
+
+    fn push(&mut self, id: CandidateId, items: &[T]) -> Result<()> {
+        match items {
+            [a] => {
+                self.first.push(a.clone());
+                self.second.push(None);
+            }
+            [a, b] => {
+                self.first.push(a.clone());
+                self.second.push(Some(b.clone()));
+            }
+            _ => {
+                return Err(StoreError::Invariant(format!(
+                    "candidate {id} has {} sources or revisions; one or two expected",
+                    items.len()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A hash as the log stores it (32 bytes); relata computes and shows it as hex.
+fn hash_bytes(hex_sha256: &str) -> Result<[u8; 32]> {
+    hex::decode(hex_sha256)
+        .ok()
+        .and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok())
+        .ok_or_else(|| StoreError::Invariant(format!("{hex_sha256:?} is not a sha256 in hex")))
 }
 
 /// A PostgreSQL array literal (`{"a","b\"c"}`) of `items`: every element quoted, so
@@ -1018,7 +1068,7 @@ async fn record_verdicts(
     if todo.is_empty() {
         return Ok(());
     }
-    let mut chain = Chain::new(head);
+    let mut chain = Chain::new(head)?;
     let n = todo.len();
     let (mut kinds, mut ids, mut states, mut decisions, mut rules, mut reasons) = (
         Vec::with_capacity(n),
@@ -1028,12 +1078,9 @@ async fn record_verdicts(
         Vec::with_capacity(n),
         Vec::with_capacity(n),
     );
-    let (mut sources, mut revisions, mut seqs, mut proposed) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
+    let (mut seqs, mut proposed) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut sources = Pairs::<String>::with_capacity(n);
+    let mut revisions = Pairs::<i64>::with_capacity(n);
     for c in todo {
         let verdict = policy.evaluate(&c.facts);
         let seq = chain.append(
@@ -1054,8 +1101,8 @@ async fn record_verdicts(
         decisions.push(verdict.decision.as_str());
         rules.push(verdict.rule);
         reasons.push(array_literal(&verdict.reasons));
-        sources.push(array_literal(&c.facts.sources));
-        revisions.push(array_literal(&c.revision_ids));
+        sources.push(c.id, &c.facts.sources)?;
+        revisions.push(c.id, &c.revision_ids)?;
         seqs.push(seq);
         proposed.push(c.proposed_at);
     }
@@ -1064,14 +1111,17 @@ async fn record_verdicts(
     sqlx::query(
         "INSERT INTO promotions (candidate_kind, candidate_id, state, policy_decision,
              rule, reasons, sources, revision_ids, evidence_seq, proposed_at, decided_at)
-         SELECT t.kind, t.id, t.state, t.decision, t.rule,
-                t.reasons::text[], t.sources::text[], t.revisions::bigint[],
-                t.seq, t.proposed, $11
+         SELECT t.kind, t.id, t.state, t.decision, t.rule, t.reasons::text[],
+                CASE WHEN t.source_b IS NULL THEN ARRAY[t.source_a]
+                     ELSE ARRAY[t.source_a, t.source_b] END,
+                CASE WHEN t.revision_b IS NULL THEN ARRAY[t.revision_a]
+                     ELSE ARRAY[t.revision_a, t.revision_b] END,
+                t.seq, t.proposed, $13
          FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
-                     $6::text[], $7::text[], $8::text[], $9::bigint[],
-                     $10::timestamptz[])
-              AS t(kind, id, state, decision, rule, reasons, sources, revisions, seq,
-                   proposed)",
+                     $6::text[], $7::text[], $8::text[], $9::bigint[], $10::bigint[],
+                     $11::bigint[], $12::timestamptz[])
+              AS t(kind, id, state, decision, rule, reasons, source_a, source_b,
+                   revision_a, revision_b, seq, proposed)",
     )
     .bind(&kinds)
     .bind(&ids)
@@ -1079,8 +1129,10 @@ async fn record_verdicts(
     .bind(&decisions)
     .bind(&rules)
     .bind(&reasons)
-    .bind(&sources)
-    .bind(&revisions)
+    .bind(&sources.first)
+    .bind(&sources.second)
+    .bind(&revisions.first)
+    .bind(&revisions.second)
     .bind(&seqs)
     .bind(&proposed)
     .bind(decided_at)
@@ -1440,7 +1492,7 @@ impl Store {
         if !refusals.is_empty() {
             return Err(StoreError::ReviewRefused(refusals));
         }
-        let mut chain = Chain::new(head);
+        let mut chain = Chain::new(head)?;
         let state = PromotionState::after_review(decision);
         let mut decided = Vec::with_capacity(ok.len());
         for (id, sha, call_id, task_version) in ok {

@@ -45,8 +45,8 @@ pub use metrics::{
     JobMetrics, JobRetryScheduled, RowsCommitted, WorkerProgress,
 };
 pub use promote::{
-    HANDOFF_CAPACITY, HandoffsDropped, JudgedFrom, Promoter, PromoterSettings, PromotionDecided,
-    PromotionFailed, PromotionMetrics, Proposals, ReviewQueueObserved,
+    HANDOFF_BATCH, HANDOFF_CAPACITY, HandoffsDropped, JudgedFrom, Promoter, PromoterSettings,
+    PromotionDecided, PromotionFailed, PromotionMetrics, Proposals, ReviewQueueObserved,
 };
 pub use run::{RunSummary, Worker, WorkerError, WorkerSettings};
 

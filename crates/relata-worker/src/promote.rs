@@ -189,8 +189,7 @@ impl PromotionFailed<'_> {
 #[derive(Debug, Clone)]
 pub struct PromoterSettings {
     pub interval: Duration,
-    /// Candidates per transaction: of each kind in a sweep, in all when judging what
-    /// commits handed over.
+    /// Candidates of each kind per sweep transaction.
     pub batch: i64,
     pub stale_after: Duration,
 }
@@ -200,6 +199,11 @@ pub struct PromoterSettings {
 /// beyond it a commit's candidates are dropped from the hand-off, never waited for, and
 /// the sweep judges them.
 pub const HANDOFF_CAPACITY: usize = 4096;
+
+/// Handed-over candidates judged per transaction. Larger than a sweep's batch: nothing is
+/// read for them, and each transaction's fixed work (the chain's lock and end, the check
+/// for candidates a sweep judged first, the commit) is then spread over more decisions.
+pub const HANDOFF_BATCH: usize = 4000;
 
 /// The jobs' side of the hand-off to the promoter (cheap to clone).
 #[derive(Debug, Clone)]
@@ -262,7 +266,8 @@ impl Promoter {
         self.proposals.clone()
     }
 
-    /// Judge what commits have handed over so far, `batch` candidates per transaction.
+    /// Judge what commits have handed over so far, [`HANDOFF_BATCH`] candidates per
+    /// transaction.
     /// A batch that cannot be recorded is dropped (the sweep finds its candidates) and
     /// the rest wait in the queue for the next tick.
     async fn judge_handed(&mut self) -> Result<u64, relata_store::StoreError> {
@@ -273,9 +278,7 @@ impl Promoter {
         if dropped > 0 {
             HandoffsDropped { commits: dropped }.emit(&self.metrics);
         }
-        let batch = usize::try_from(self.settings.batch)
-            .unwrap_or(usize::MAX)
-            .max(1);
+        let batch = HANDOFF_BATCH;
         let mut total = 0;
         loop {
             let mut todo: Vec<Candidate> = Vec::new();
