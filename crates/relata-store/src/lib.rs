@@ -37,6 +37,7 @@ mod answers;
 mod backfill;
 pub mod canonical;
 mod commit;
+mod copy_text;
 mod documents;
 mod error;
 mod export;

@@ -27,6 +27,7 @@ use sha2::{Digest, Sha256};
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
+use crate::copy_text::CopyText;
 use crate::error::{Result, StoreError};
 use crate::{Store, parse_label};
 
@@ -834,67 +835,30 @@ impl Chain {
         if self.records.is_empty() {
             return Ok(());
         }
-        let n = self.records.len();
-        let mut seq = Vec::with_capacity(n);
-        let mut kind = Vec::with_capacity(n);
-        let mut id = Vec::with_capacity(n);
-        let mut csha = Vec::with_capacity(n);
-        let mut call = Vec::with_capacity(n);
-        let mut tv = Vec::with_capacity(n);
-        let mut actor_kind = Vec::with_capacity(n);
-        let mut actor = Vec::with_capacity(n);
-        let mut decision = Vec::with_capacity(n);
-        let mut reasons = Vec::with_capacity(n);
-        let mut note = Vec::with_capacity(n);
-        let mut at = Vec::with_capacity(n);
-        let mut prev = Vec::with_capacity(n);
-        let mut sha = Vec::with_capacity(n);
+        let mut rows = CopyText::with_capacity(self.records.len() * 320);
         for (r, link) in self.records.iter().zip(self.digests.windows(2)) {
-            seq.push(r.seq);
-            kind.push(r.candidate.kind.as_str());
-            id.push(r.candidate.id);
-            csha.push(hash_bytes(&r.candidate_sha256)?.to_vec());
-            call.push(r.call_id);
-            tv.push(r.task_version.as_str());
-            actor_kind.push(r.actor_kind.as_str());
-            actor.push(r.actor.as_str());
-            decision.push(r.decision.as_str());
-            // A text[] per row cannot travel inside UNNEST: each row's reasons go as one
-            // array literal, which the cast reads without a subquery per row.
-            reasons.push(array_literal(&r.reasons));
-            note.push(r.note.as_deref());
-            at.push(r.decided_at);
-            prev.push(link[0].as_slice());
-            sha.push(link[1].as_slice());
+            rows.int(r.seq)
+                .text(r.candidate.kind.as_str())
+                .int(r.candidate.id)
+                .bytea(&hash_bytes(&r.candidate_sha256)?)
+                .opt_int(r.call_id)
+                .text(&r.task_version)
+                .text(r.actor_kind.as_str())
+                .text(&r.actor)
+                .text(r.decision.as_str())
+                .array(&r.reasons)
+                .opt_text(r.note.as_deref())
+                .timestamptz(r.decided_at)
+                .bytea(&link[0])
+                .bytea(&link[1])
+                .end_row();
         }
-        sqlx::query(
-            "INSERT INTO evidence (seq, candidate_kind, candidate_id, candidate_sha256, call_id,
+        rows.copy_into(
+            &mut *tx,
+            "COPY evidence (seq, candidate_kind, candidate_id, candidate_sha256, call_id,
                  task_version, actor_kind, actor, decision, reasons, note, decided_at,
-                 prev_sha256, sha256)
-             SELECT t.seq, t.kind, t.id, t.csha, t.call, t.tv, t.actor_kind, t.actor,
-                    t.decision, t.reasons::text[],
-                    t.note, t.at, t.prev, t.sha
-             FROM unnest($1::bigint[], $2::text[], $3::bigint[], $4::bytea[], $5::bigint[],
-                         $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
-                         $11::text[], $12::timestamptz[], $13::bytea[], $14::bytea[])
-                  AS t(seq, kind, id, csha, call, tv, actor_kind, actor, decision, reasons,
-                       note, at, prev, sha)",
+                 prev_sha256, sha256) FROM STDIN",
         )
-        .bind(&seq)
-        .bind(&kind)
-        .bind(&id)
-        .bind(&csha)
-        .bind(&call)
-        .bind(&tv)
-        .bind(&actor_kind)
-        .bind(&actor)
-        .bind(&decision)
-        .bind(&reasons)
-        .bind(&note)
-        .bind(&at)
-        .bind(&prev)
-        .bind(&sha)
-        .execute(&mut *tx)
         .await?;
         sqlx::query("UPDATE evidence_head SET seq = $1, sha256 = $2")
             .bind(self.head.seq)
@@ -905,41 +869,16 @@ impl Chain {
     }
 }
 
-/// A one- or two-element array per row (a candidate's sources and revisions: one for an
-/// entity or claim, up to two for a relation), sent as two columns: a text or bigint
-/// array per row cannot travel inside `unnest`, and an array literal per row cost the
-/// database a parse per row.
-struct Pairs<T> {
-    first: Vec<T>,
-    second: Vec<Option<T>>,
-}
-
-impl<T: Clone> Pairs<T> {
-    fn with_capacity(n: usize) -> Self {
-        Pairs {
-            first: Vec::with_capacity(n),
-            second: Vec::with_capacity(n),
-        }
-    }
-
-    fn push(&mut self, id: CandidateId, items: &[T]) -> Result<()> {
-        match items {
-            [a] => {
-                self.first.push(a.clone());
-                self.second.push(None);
-            }
-            [a, b] => {
-                self.first.push(a.clone());
-                self.second.push(Some(b.clone()));
-            }
-            _ => {
-                return Err(StoreError::Invariant(format!(
-                    "candidate {id} has {} sources or revisions; one or two expected",
-                    items.len()
-                )));
-            }
-        }
-        Ok(())
+/// A candidate's sources or revisions: one for an entity or claim, up to two for a
+/// relation; anything else is a bug upstream, refused before it is recorded.
+fn one_or_two<T>(id: CandidateId, items: &[T]) -> Result<&[T]> {
+    if matches!(items.len(), 1 | 2) {
+        Ok(items)
+    } else {
+        Err(StoreError::Invariant(format!(
+            "candidate {id} has {} sources or revisions; one or two expected",
+            items.len()
+        )))
     }
 }
 
@@ -949,28 +888,6 @@ fn hash_bytes(hex_sha256: &str) -> Result<[u8; 32]> {
         .ok()
         .and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok())
         .ok_or_else(|| StoreError::Invariant(format!("{hex_sha256:?} is not a sha256 in hex")))
-}
-
-/// A PostgreSQL array literal (`{"a","b\"c"}`) of `items`: every element quoted, so
-/// none reads as NULL and no text can break out of it. Cast with `::text[]` or
-/// `::bigint[]`.
-fn array_literal<T: std::fmt::Display>(items: &[T]) -> String {
-    let mut out = String::from("{");
-    for (i, item) in items.iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        out.push('"');
-        for ch in item.to_string().chars() {
-            if ch == '"' || ch == '\\' {
-                out.push('\\');
-            }
-            out.push(ch);
-        }
-        out.push('"');
-    }
-    out.push('}');
-    out
 }
 
 async fn lock_head(tx: &mut sqlx::PgConnection, wait: bool) -> Result<Option<Head>> {
@@ -1069,74 +986,41 @@ async fn record_verdicts(
         return Ok(());
     }
     let mut chain = Chain::new(head)?;
-    let n = todo.len();
-    let (mut kinds, mut ids, mut states, mut decisions, mut rules, mut reasons) = (
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-        Vec::with_capacity(n),
-    );
-    let (mut seqs, mut proposed) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    let mut sources = Pairs::<String>::with_capacity(n);
-    let mut revisions = Pairs::<i64>::with_capacity(n);
+    let decided_at = chain.now;
+    let mut rows = CopyText::with_capacity(todo.len() * 160);
     for c in todo {
         let verdict = policy.evaluate(&c.facts);
+        rows.text(c.id.kind.as_str())
+            .int(c.id.id)
+            .text(PromotionState::after_policy(verdict.decision).as_str())
+            .text(verdict.decision.as_str())
+            .text(&verdict.rule)
+            .array(&verdict.reasons)
+            .array(one_or_two(c.id, &c.facts.sources)?)
+            .array(one_or_two(c.id, &c.revision_ids)?);
         let seq = chain.append(
             c.id,
             c.sha256,
             c.call_id,
             c.task_version,
             ActorKind::Policy,
-            verdict.rule.clone(),
+            verdict.rule,
             verdict.decision.into(),
-            verdict.reasons.clone(),
+            verdict.reasons,
             None,
         );
+        rows.int(seq)
+            .timestamptz(c.proposed_at)
+            .timestamptz(decided_at)
+            .end_row();
         summary.add(c.id.kind, verdict.decision);
-        kinds.push(c.id.kind.as_str());
-        ids.push(c.id.id);
-        states.push(PromotionState::after_policy(verdict.decision).as_str());
-        decisions.push(verdict.decision.as_str());
-        rules.push(verdict.rule);
-        reasons.push(array_literal(&verdict.reasons));
-        sources.push(c.id, &c.facts.sources)?;
-        revisions.push(c.id, &c.revision_ids)?;
-        seqs.push(seq);
-        proposed.push(c.proposed_at);
     }
-    let decided_at = chain.now;
     chain.write(&mut *tx).await?;
-    sqlx::query(
-        "INSERT INTO promotions (candidate_kind, candidate_id, state, policy_decision,
-             rule, reasons, sources, revision_ids, evidence_seq, proposed_at, decided_at)
-         SELECT t.kind, t.id, t.state, t.decision, t.rule, t.reasons::text[],
-                CASE WHEN t.source_b IS NULL THEN ARRAY[t.source_a]
-                     ELSE ARRAY[t.source_a, t.source_b] END,
-                CASE WHEN t.revision_b IS NULL THEN ARRAY[t.revision_a]
-                     ELSE ARRAY[t.revision_a, t.revision_b] END,
-                t.seq, t.proposed, $13
-         FROM unnest($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[],
-                     $6::text[], $7::text[], $8::text[], $9::bigint[], $10::bigint[],
-                     $11::bigint[], $12::timestamptz[])
-              AS t(kind, id, state, decision, rule, reasons, source_a, source_b,
-                   revision_a, revision_b, seq, proposed)",
+    rows.copy_into(
+        &mut *tx,
+        "COPY promotions (candidate_kind, candidate_id, state, policy_decision, rule, reasons,
+             sources, revision_ids, evidence_seq, proposed_at, decided_at) FROM STDIN",
     )
-    .bind(&kinds)
-    .bind(&ids)
-    .bind(&states)
-    .bind(&decisions)
-    .bind(&rules)
-    .bind(&reasons)
-    .bind(&sources.first)
-    .bind(&sources.second)
-    .bind(&revisions.first)
-    .bind(&revisions.second)
-    .bind(&seqs)
-    .bind(&proposed)
-    .bind(decided_at)
-    .execute(&mut *tx)
     .await?;
     Ok(())
 }

@@ -739,15 +739,17 @@ async fn show_marks_the_quote_in_its_chunk_and_names_the_call() {
     assert!(s.review_show(claim(424_242)).await.unwrap().is_none());
 }
 
-/// The promoter sends each candidate's sources, revisions and reasons as array literals:
-/// a source name with quotes, a backslash, braces, commas or the word NULL comes back as
-/// it was.
+/// The promoter sends its rows in `COPY`'s text format, each candidate's sources,
+/// revisions and reasons as array literals inside it: a source name or a reviewer's note
+/// with quotes, backslashes (one before `N` or `.`, which `COPY` would otherwise read as
+/// NULL or the end of data), braces, commas, the word NULL, tabs or line breaks comes back
+/// as it was, and the chain still verifies.
 #[tokio::test]
 async fn awkward_source_names_are_recorded_as_they_are() {
     let db = TestDb::new().await;
     let s = &db.store;
     let (c, _) = clean_claim(s, "d1", "Alpha Corp").await;
-    let awkward = r#"a "quoted", back\slash {source} NULL"#;
+    let awkward = "a \"quoted\", back\\slash {source} NULL \\N\t\\.\nnext\r\n\\.\n";
     sqlx::query("UPDATE documents SET source = $1")
         .bind(awkward)
         .execute(db.pool())
@@ -770,6 +772,18 @@ async fn awkward_source_names_are_recorded_as_they_are() {
         .await
         .unwrap();
     assert_eq!(revisions, [current]);
+    verify_ok(s).await;
+
+    // A reviewer's note goes through the same rows (trimmed, as every note is).
+    let warned = warned_claim(s, "d2").await;
+    judge(s).await;
+    s.review_decide(&[claim(warned)], Decision::Reject, &ada(), Some(awkward))
+        .await
+        .unwrap();
+    let history = s.evidence_history(Some(claim(warned)), 10).await.unwrap();
+    assert_eq!(history.len(), 2);
+    assert_eq!(history[0].note, None);
+    assert_eq!(history[1].note.as_deref(), Some(awkward.trim()));
     verify_ok(s).await;
 }
 
