@@ -15,7 +15,6 @@ use chrono::{DateTime, Utc};
 use crate::error::Result;
 
 /// A batch of rows being written; [`CopyText::copy_into`] sends it.
-#[derive(Default)]
 pub(crate) struct CopyText {
     buf: String,
     /// Whether the next value starts a row (no tab before it).
