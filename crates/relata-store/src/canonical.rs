@@ -82,7 +82,7 @@ pub fn jsonb_array_text(values: &[Value<'_>]) -> String {
 /// sha256 (hex) of [`jsonb_array_text`]: what `relata_*_sha256` returns for a row with
 /// these values.
 pub fn sha256_hex(values: &[Value<'_>]) -> String {
-    hex::encode(Sha256::digest(jsonb_array_text(values).as_bytes()))
+    crate::hex_digest(Sha256::digest(jsonb_array_text(values).as_bytes()).into())
 }
 
 fn escape_json(out: &mut String, s: &str) {
@@ -132,5 +132,16 @@ mod tests {
         assert_eq!(jsonb_array_text(&[]), "[]");
         assert_eq!(Value::from(None::<i64>), Value::Null);
         assert_eq!(Value::from(Some(7i32)), Value::Int(7));
+    }
+
+    #[test]
+    fn the_hash_is_the_lower_case_hex_of_the_sha256() {
+        // sha256("[]"), as `sha256sum` prints it.
+        assert_eq!(
+            sha256_hex(&[]),
+            "4f53cda18c2baa0c0354bb5f9a3ecbe5ed12ab4d8e11ba873c2f11161202b945"
+        );
+        let digest: [u8; 32] = std::array::from_fn(|i| (i * 8 + 1) as u8);
+        assert_eq!(crate::hex_digest(digest), hex::encode(digest));
     }
 }

@@ -37,7 +37,7 @@ mod answers;
 mod backfill;
 pub mod canonical;
 mod commit;
-mod copy_text;
+mod copy_binary;
 mod documents;
 mod error;
 mod export;
@@ -240,7 +240,16 @@ pub(crate) fn parse_label<T: std::str::FromStr<Err = relata_core::UnknownLabel>>
 }
 
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
+    hex_digest(Sha256::digest(bytes).into())
+}
+
+/// A sha256 in lower-case hex. `hex::encode` goes a character at a time through an
+/// iterator; promotion hex-encodes two digests a decision, so this fills a buffer.
+pub(crate) fn hex_digest(digest: [u8; 32]) -> String {
+    let mut out = [0u8; 64];
+    // 64 bytes is exactly twice 32, and hex digits are ASCII: neither can fail.
+    let _ = hex::encode_to_slice(digest, &mut out);
+    std::str::from_utf8(&out).unwrap_or_default().to_owned()
 }
 
 pub(crate) fn to_i32(v: usize, what: &str) -> Result<i32> {

@@ -27,7 +27,7 @@ use sha2::{Digest, Sha256};
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
-use crate::copy_text::CopyText;
+use crate::copy_binary::CopyBinary;
 use crate::error::{Result, StoreError};
 use crate::{Store, parse_label};
 
@@ -88,7 +88,7 @@ impl EvidenceRecord {
     /// records share one time): the array is written straight into the hash, without a
     /// JSON tree in between — the same bytes `serde_json` writes for that tree.
     fn sha256_at(&self, decided_at: &str) -> String {
-        hex::encode(self.digest_at(decided_at))
+        crate::hex_digest(self.digest_at(decided_at))
     }
 
     /// [`EvidenceRecord::sha256_at`] as the 32 bytes the log stores.
@@ -821,7 +821,7 @@ impl Chain {
             sha256: String::new(),
         };
         let digest = record.digest_at(&self.now_text);
-        record.sha256 = hex::encode(digest);
+        record.sha256 = crate::hex_digest(digest);
         self.digests.push(digest);
         self.head = Head {
             seq: record.seq,
@@ -835,7 +835,7 @@ impl Chain {
         if self.records.is_empty() {
             return Ok(());
         }
-        let mut rows = CopyText::with_capacity(self.records.len() * 320);
+        let mut rows = CopyBinary::new(14, self.records.len() * 300);
         for (r, link) in self.records.iter().zip(self.digests.windows(2)) {
             rows.int(r.seq)
                 .text(r.candidate.kind.as_str())
@@ -851,13 +851,13 @@ impl Chain {
                 .timestamptz(r.decided_at)
                 .bytea(&link[0])
                 .bytea(&link[1])
-                .end_row();
+                .end_row()?;
         }
         rows.copy_into(
             &mut *tx,
             "COPY evidence (seq, candidate_kind, candidate_id, candidate_sha256, call_id,
                  task_version, actor_kind, actor, decision, reasons, note, decided_at,
-                 prev_sha256, sha256) FROM STDIN",
+                 prev_sha256, sha256) FROM STDIN (FORMAT binary)",
         )
         .await?;
         sqlx::query("UPDATE evidence_head SET seq = $1, sha256 = $2")
@@ -884,10 +884,10 @@ fn one_or_two<T>(id: CandidateId, items: &[T]) -> Result<&[T]> {
 
 /// A hash as the log stores it (32 bytes); relata computes and shows it as hex.
 fn hash_bytes(hex_sha256: &str) -> Result<[u8; 32]> {
-    hex::decode(hex_sha256)
-        .ok()
-        .and_then(|b| <[u8; 32]>::try_from(b.as_slice()).ok())
-        .ok_or_else(|| StoreError::Invariant(format!("{hex_sha256:?} is not a sha256 in hex")))
+    let mut bytes = [0u8; 32];
+    hex::decode_to_slice(hex_sha256, &mut bytes)
+        .map_err(|_| StoreError::Invariant(format!("{hex_sha256:?} is not a sha256 in hex")))?;
+    Ok(bytes)
 }
 
 async fn lock_head(tx: &mut sqlx::PgConnection, wait: bool) -> Result<Option<Head>> {
@@ -987,7 +987,7 @@ async fn record_verdicts(
     }
     let mut chain = Chain::new(head)?;
     let decided_at = chain.now;
-    let mut rows = CopyText::with_capacity(todo.len() * 160);
+    let mut rows = CopyBinary::new(11, todo.len() * 200);
     for c in todo {
         let verdict = policy.evaluate(&c.facts);
         rows.text(c.id.kind.as_str())
@@ -1012,14 +1012,14 @@ async fn record_verdicts(
         rows.int(seq)
             .timestamptz(c.proposed_at)
             .timestamptz(decided_at)
-            .end_row();
+            .end_row()?;
         summary.add(c.id.kind, verdict.decision);
     }
     chain.write(&mut *tx).await?;
     rows.copy_into(
         &mut *tx,
         "COPY promotions (candidate_kind, candidate_id, state, policy_decision, rule, reasons,
-             sources, revision_ids, evidence_seq, proposed_at, decided_at) FROM STDIN",
+             sources, revision_ids, evidence_seq, proposed_at, decided_at) FROM STDIN (FORMAT binary)",
     )
     .await?;
     Ok(())

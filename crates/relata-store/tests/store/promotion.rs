@@ -739,17 +739,18 @@ async fn show_marks_the_quote_in_its_chunk_and_names_the_call() {
     assert!(s.review_show(claim(424_242)).await.unwrap().is_none());
 }
 
-/// The promoter sends its rows in `COPY`'s text format, each candidate's sources,
-/// revisions and reasons as array literals inside it: a source name or a reviewer's note
-/// with quotes, backslashes (one before `N` or `.`, which `COPY` would otherwise read as
-/// NULL or the end of data), braces, commas, the word NULL, tabs or line breaks comes back
-/// as it was, and the chain still verifies.
+/// The promoter sends its rows by `COPY` in the binary format, each value with its
+/// length in bytes and each candidate's sources, revisions and reasons as arrays: a
+/// source name or a reviewer's note with multi-byte characters, quotes, backslashes (one
+/// before `N` or `.`, which `COPY`'s text format reads as NULL or the end of data),
+/// braces, commas, the word NULL, tabs or line breaks comes back as it was, the
+/// candidate's time is its claim's to the microsecond, and the chain still verifies.
 #[tokio::test]
 async fn awkward_source_names_are_recorded_as_they_are() {
     let db = TestDb::new().await;
     let s = &db.store;
     let (c, _) = clean_claim(s, "d1", "Alpha Corp").await;
-    let awkward = "a \"quoted\", back\\slash {source} NULL \\N\t\\.\nnext\r\n\\.\n";
+    let awkward = "a \"quoted\", back\\slash {source} NULL \\N\t\\.\nnext\r\n\\.\n é 🦀 Ωmega";
     sqlx::query("UPDATE documents SET source = $1")
         .bind(awkward)
         .execute(db.pool())
@@ -772,6 +773,18 @@ async fn awkward_source_names_are_recorded_as_they_are() {
         .await
         .unwrap();
     assert_eq!(revisions, [current]);
+    let same_time: bool = sqlx::query_scalar(
+        "SELECT p.proposed_at = c.created_at FROM promotions p JOIN claims c ON c.id = p.candidate_id
+         WHERE p.candidate_kind = 'claim' AND p.candidate_id = $1",
+    )
+    .bind(c)
+    .fetch_one(db.pool())
+    .await
+    .unwrap();
+    assert!(
+        same_time,
+        "a promotion's proposed_at is its claim's created_at"
+    );
     verify_ok(s).await;
 
     // A reviewer's note goes through the same rows (trimmed, as every note is).
