@@ -3,7 +3,7 @@
 //! Promotion appends thousands of evidence records and promotions a transaction. In
 //! `COPY`'s text format every value was printed by relata and parsed again by the server
 //! — each record's three hashes as hex, its times through the date parser — and that
-//! printing and parsing was most of what relata's side of promotion cost and a sixth of
+//! printing and parsing was most of what relata's side of promotion cost and an eighth of
 //! the server's (BENCHMARKS.md §1b, series 28). The binary format sends each value as
 //! the server keeps it: integers as big-endian words, hashes as their bytes, times as
 //! microseconds since 2000, text as its UTF-8 bytes. Nothing is escaped: every value
