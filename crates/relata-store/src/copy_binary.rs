@@ -9,10 +9,11 @@
 //! microseconds since 2000, text as its UTF-8 bytes. Nothing is escaped: every value
 //! carries its length, so no text can break out of its field.
 //!
-//! Each method writes one value of one column type; the statement's column list names
-//! the columns in the same order, and the server checks every value's length against its
-//! column's type, so a value sent to the wrong column fails the `COPY` (and its
-//! transaction) rather than being stored.
+//! Each method writes one value of one column type, and the statement's column list names
+//! the columns in the same order. The server reads each value with its column's binary
+//! input, which refuses a value of the wrong size where a fixed-size type belongs (text
+//! where a `bigint` or a time belongs fails the `COPY` and its transaction) but cannot
+//! tell every mix-up of text and `bytea`: the store's tests read back what was written.
 
 use chrono::{DateTime, Utc};
 
@@ -43,7 +44,7 @@ pub(crate) trait ArrayElement {
 impl ArrayElement for String {
     const OID: u32 = TEXT_OID;
     fn len(&self) -> usize {
-        self.len()
+        self.as_bytes().len()
     }
     fn write(&self, buf: &mut Vec<u8>) {
         buf.extend_from_slice(self.as_bytes());
