@@ -44,7 +44,7 @@ pub(crate) trait ArrayElement {
 impl ArrayElement for String {
     const OID: u32 = TEXT_OID;
     fn len(&self) -> usize {
-        self.as_bytes().len()
+        str::len(self)
     }
     fn write(&self, buf: &mut Vec<u8>) {
         buf.extend_from_slice(self.as_bytes());
