@@ -17,8 +17,6 @@
 
 use std::fmt::Write;
 
-use sha2::{Digest, Sha256};
-
 /// One element of a canonical array.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Value<'a> {
@@ -82,7 +80,7 @@ pub fn jsonb_array_text(values: &[Value<'_>]) -> String {
 /// sha256 (hex) of [`jsonb_array_text`]: what `relata_*_sha256` returns for a row with
 /// these values.
 pub fn sha256_hex(values: &[Value<'_>]) -> String {
-    crate::hex_digest(Sha256::digest(jsonb_array_text(values).as_bytes()).into())
+    crate::sha256_hex(jsonb_array_text(values).as_bytes())
 }
 
 fn escape_json(out: &mut String, s: &str) {

@@ -7,13 +7,12 @@
 //! configured reviewers before it issues or accepts a token.
 
 use chrono::{DateTime, Utc};
-use sha2::{Digest, Sha256};
 
 use crate::{Result, Store};
 
 /// The sha256 of a sign-in token, lowercase hex: what the store keeps and compares.
 pub fn review_token_sha256(token: &str) -> String {
-    hex::encode(Sha256::digest(token.as_bytes()))
+    crate::sha256_hex(token.as_bytes())
 }
 
 impl Store {
