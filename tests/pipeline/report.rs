@@ -5,6 +5,7 @@ use chrono::{DateTime, Duration, Utc};
 use relata_core::{ANSWER_V1, AnswerStatus, EXTRACT_V1, Reason, SourceHandle, TaskVersion};
 use relata_store::{AnswerCall, ChunkSpan, NewAnswer, NewModelCall, Store};
 use relata_testkit::FakeOptions;
+use relata_testkit::harness::seeding_moment;
 use relata_validate::{GateConfig, judge_extract};
 
 use crate::common::Env;
@@ -103,7 +104,7 @@ async fn check(env: &Env, at: DateTime<Utc>, min_volume: &str) -> (Option<i32>, 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_doubling_is_silent_on_a_steady_week() {
     let env = Env::new(FakeOptions::default(), vec![]).await;
-    let at = Utc::now();
+    let at = seeding_moment(Duration::hours(1));
     seed(&env.store().await, at, &week((40, 4), (40, 4))).await;
     let (code, out) = check(&env, at, "30").await;
     assert_eq!(code, Some(0), "{out}");
@@ -125,7 +126,7 @@ async fn check_doubling_is_silent_on_a_steady_week() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_doubling_fires_on_a_doubled_day() {
     let env = Env::new(FakeOptions::default(), vec![]).await;
-    let at = Utc::now();
+    let at = seeding_moment(Duration::hours(1));
     seed(&env.store().await, at, &week((40, 10), (40, 4))).await;
     let (code, out) = check(&env, at, "30").await;
     assert_eq!(code, Some(1), "{out}");
@@ -136,7 +137,7 @@ async fn check_doubling_fires_on_a_doubled_day() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_doubling_is_silent_under_the_minimum_volume() {
     let env = Env::new(FakeOptions::default(), vec![]).await;
-    let at = Utc::now();
+    let at = seeding_moment(Duration::hours(1));
     seed(&env.store().await, at, &week((20, 10), (40, 4))).await;
     let (code, out) = check(&env, at, "30").await;
     assert_eq!(code, Some(0), "{out}");
@@ -217,7 +218,7 @@ async fn seed_answers(store: &Store, at: DateTime<Utc>, days: &[(i64, i64)]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn report_and_check_doubling_cover_answers() {
     let env = Env::new(FakeOptions::default(), vec![]).await;
-    let at = Utc::now();
+    let at = seeding_moment(Duration::hours(1));
     // Steady extraction beside answers whose failure rate doubled: only answers fire.
     seed(&env.store().await, at, &week((40, 4), (40, 4))).await;
     seed_answers(&env.store().await, at, &week((40, 10), (40, 4))).await;

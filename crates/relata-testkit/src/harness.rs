@@ -396,6 +396,24 @@ fn locate_relata() -> Result<PathBuf> {
     Ok(bin)
 }
 
+/// A moment at least `span` into its UTC day, and at most now: now, or — in the first
+/// `span` after midnight — the last second of the day before. Tests that seed a history
+/// ending at this moment and reaching `span` back (the drift report and the doubling
+/// check count by UTC day) then see it all on one day, whatever the time they run.
+pub fn seeding_moment(span: chrono::Duration) -> chrono::DateTime<chrono::Utc> {
+    let now = chrono::Utc::now();
+    let midnight = now
+        .date_naive()
+        .and_hms_opt(0, 0, 0)
+        .expect("midnight exists")
+        .and_utc();
+    if now - midnight >= span {
+        now
+    } else {
+        midnight - chrono::Duration::seconds(1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

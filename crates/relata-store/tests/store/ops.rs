@@ -3,6 +3,7 @@
 
 use chrono::{DateTime, Utc};
 use relata_store::{BackfillAction, BackfillSelector, DoublingVerdict, PriorState, RateLevel};
+use relata_testkit::harness::seeding_moment;
 
 use crate::common::{TestDb, extract_job, extract_version, ingest};
 
@@ -44,7 +45,7 @@ async fn seed_week(db: &TestDb, at: DateTime<Utc>, latest: (i64, i64), baseline:
 #[tokio::test]
 async fn doubling_check_is_silent_on_a_steady_week() {
     let db = TestDb::new().await;
-    let at = Utc::now();
+    let at = seeding_moment(chrono::Duration::hours(1));
     seed_week(&db, at, (300, 10), (300, 10)).await;
     let checks = db.store.check_doubling(at, 7, 200).await.unwrap();
     assert_eq!(checks.len(), 1, "{checks:?}");
@@ -56,7 +57,7 @@ async fn doubling_check_is_silent_on_a_steady_week() {
 #[tokio::test]
 async fn doubling_check_fires_on_a_doubled_day() {
     let db = TestDb::new().await;
-    let at = Utc::now();
+    let at = seeding_moment(chrono::Duration::hours(1));
     seed_week(&db, at, (300, 25), (300, 10)).await;
     let checks = db.store.check_doubling(at, 7, 200).await.unwrap();
     assert_eq!(checks[0].verdict, DoublingVerdict::Doubled, "{checks:?}");
@@ -79,7 +80,7 @@ async fn doubling_check_fires_on_a_doubled_day() {
 #[tokio::test]
 async fn doubling_check_is_silent_under_the_minimum_volume() {
     let db = TestDb::new().await;
-    let at = Utc::now();
+    let at = seeding_moment(chrono::Duration::hours(1));
     seed_week(&db, at, (150, 50), (300, 10)).await;
     let checks = db.store.check_doubling(at, 7, 200).await.unwrap();
     assert_eq!(checks[0].verdict, DoublingVerdict::LowVolume, "{checks:?}");
