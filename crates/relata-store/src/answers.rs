@@ -305,9 +305,7 @@ impl Store {
                    JOIN claims cl ON cl.revision_id = p.revision_id
                                  AND cl.quote_start >= p.start_byte
                                  AND cl.quote_end <= p.end_byte
-                   LEFT JOIN promotions pr ON pr.candidate_kind = 'claim'
-                                          AND pr.candidate_id = cl.id
-                  WHERE coalesce(pr.state, 'proposed') NOT IN ('rejected', 'denied')
+                  WHERE relata_candidate_state('claim', cl.id) NOT IN ('rejected', 'denied')
                   GROUP BY cl.id)
              SELECT x.claim_a, x.claim_b, ha.idx AS idx_a, hb.idx AS idx_b,
                     NOT (relata_promoted('relation', x.id)
@@ -316,10 +314,8 @@ impl Store {
                FROM claim_relations x
                JOIN held ha ON ha.claim_id = x.claim_a
                JOIN held hb ON hb.claim_id = x.claim_b
-               LEFT JOIN promotions pr ON pr.candidate_kind = 'relation'
-                                      AND pr.candidate_id = x.id
               WHERE x.relation = 'contradicts' AND x.task_version_fingerprint = $1
-                AND coalesce(pr.state, 'proposed') NOT IN ('rejected', 'denied')
+                AND relata_candidate_state('relation', x.id) NOT IN ('rejected', 'denied')
               ORDER BY x.id",
         )
         .bind(classify_fingerprint)

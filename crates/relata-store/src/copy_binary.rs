@@ -1,6 +1,6 @@
 //! Rows for `COPY … FROM STDIN (FORMAT binary)`.
 //!
-//! Promotion appends thousands of evidence records and promotions a transaction. In
+//! Promotion appends thousands of evidence records (and review-queue rows) a transaction. In
 //! `COPY`'s text format every value was printed by relata and parsed again by the server
 //! — each record's three hashes as hex, its times through the date parser — and that
 //! printing and parsing was most of what relata's side of promotion cost and an eighth of

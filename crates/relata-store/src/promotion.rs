@@ -11,7 +11,11 @@
 //!   sha256 of its candidate's canonical content (SQL `relata_candidate_sha256`), the
 //!   previous record's sha256 and its own, computed here over its fields
 //!   ([`EvidenceRecord::compute_sha256`]). [`Store::evidence_verify`] recomputes both and
-//!   names the first record that does not match.
+//!   names the first record that does not match;
+//! * a candidate's state is its latest record (SQL `relata_candidate_state`); only the
+//!   candidates the policy held for a person also get a row in the review queue
+//!   (`promotions`), which their reviewer's decision updates, and verify checks that
+//!   queue against the log.
 //!
 //! Decisions are appended by a promoter beside the workers' commits, never inside them:
 //! the chain's end (`evidence_head`) is locked once per batch, by one promoter at a time,
@@ -48,7 +52,7 @@ macro_rules! candidate_select {
                         WHERE dr.id = ANY (p.revision_ids) AND d.current_revision_id <> dr.id),
                 p.proposed_at, p.decided_at,
                 coalesce(relata_candidate_row(p.candidate_kind, p.candidate_id), 'null'::jsonb)
-         FROM promotions p"
+         FROM candidate_decisions p"
     };
 }
 
@@ -315,6 +319,9 @@ pub enum RefusalReason {
     Stale,
     /// Its content is not what the policy judged (edited behind relata's back).
     Changed,
+    /// The log holds it for a person but the review queue has no row for it (the row
+    /// was deleted behind relata's back).
+    NotQueued,
 }
 
 impl std::fmt::Display for RefusalReason {
@@ -330,6 +337,9 @@ impl std::fmt::Display for RefusalReason {
             ),
             RefusalReason::Changed => f.write_str(
                 "its content differs from what the policy judged (run `relata evidence verify`)",
+            ),
+            RefusalReason::NotQueued => f.write_str(
+                "held for review, but its row in the review queue is missing (run `relata evidence verify`)",
             ),
         }
     }
@@ -672,8 +682,8 @@ impl CallFacts {
     }
 }
 
-/// Up to `limit` ids of `kind` above `after` and at most `upto` that have no promotion
-/// yet, in order, and how far the read got: the last id returned when the limit was
+/// Up to `limit` ids of `kind` above `after` and at most `upto` that have no decision
+/// (no evidence record) yet, in order, and how far the read got: the last id returned when the limit was
 /// reached, else the last id that exists (every row up to it was judged when read).
 async fn unjudged_ids(
     tx: &mut sqlx::PgConnection,
@@ -695,10 +705,10 @@ async fn unjudged_ids(
         let Some(&last) = ids.last() else {
             return Ok((todo, reached));
         };
-        // The window is every id in (reached, last]: one range scan of the key finds
-        // its judged ones, where `= ANY` descended the index once per id.
+        // The window is every id in (reached, last]: one range scan of the log's candidate
+        // index finds its judged ones, where `= ANY` descended the index once per id.
         let judged: std::collections::HashSet<i64> = sqlx::query_scalar(
-            "SELECT candidate_id FROM promotions
+            "SELECT candidate_id FROM evidence
              WHERE candidate_kind = $1 AND candidate_id > $2 AND candidate_id <= $3",
         )
         .bind(kind.as_str())
@@ -943,8 +953,9 @@ pub(crate) async fn read_candidates(
     }
 }
 
-/// Which of `candidates` already have a promotion: one range scan of the key per kind
-/// present (a batch's ids of one kind lie close together), not a probe per candidate.
+/// Which of `candidates` already have a decision: one range scan of the log's candidate
+/// index per kind present (a batch's ids of one kind lie close together), not a probe per
+/// candidate.
 async fn judged_among(
     tx: &mut sqlx::PgConnection,
     candidates: &[Candidate],
@@ -959,7 +970,7 @@ async fn judged_among(
             continue;
         };
         let found: Vec<i64> = sqlx::query_scalar(
-            "SELECT candidate_id FROM promotions
+            "SELECT candidate_id FROM evidence
              WHERE candidate_kind = $1 AND candidate_id >= $2 AND candidate_id <= $3",
         )
         .bind(kind.as_str())
@@ -973,8 +984,10 @@ async fn judged_among(
 }
 
 /// Evaluate the policy on each candidate and record every verdict: one evidence record
-/// appended to the chain (whose end `head` this transaction has locked) and one
-/// promotions row, each kind of write one statement for the whole batch.
+/// appended to the chain (whose end `head` this transaction has locked), and for a
+/// candidate held for a person a row in the review queue (`promotions`); each kind of
+/// write one statement for the whole batch. An allowed or denied candidate's state is its
+/// record (`relata_candidate_state`): a second row would only repeat it.
 async fn record_verdicts(
     tx: &mut sqlx::PgConnection,
     head: Head,
@@ -987,17 +1000,23 @@ async fn record_verdicts(
     }
     let mut chain = Chain::new(head)?;
     let decided_at = chain.now;
-    let mut rows = CopyBinary::new(11, todo.len() * 200);
+    // No rows, no statement (`copy_into`): a batch nothing in needs a person costs one.
+    let mut queue = CopyBinary::new(11, 0);
     for c in todo {
         let verdict = policy.evaluate(&c.facts);
-        rows.text(c.id.kind.as_str())
-            .int(c.id.id)
-            .text(PromotionState::after_policy(verdict.decision).as_str())
-            .text(verdict.decision.as_str())
-            .text(&verdict.rule)
-            .array(&verdict.reasons)
-            .array(one_or_two(c.id, &c.facts.sources)?)
-            .array(one_or_two(c.id, &c.revision_ids)?);
+        let held = verdict.decision == PolicyDecision::Review;
+        if held {
+            queue
+                .text(c.id.kind.as_str())
+                .int(c.id.id)
+                .text(PromotionState::after_policy(verdict.decision).as_str())
+                .text(verdict.decision.as_str())
+                .text(&verdict.rule)
+                .array(&verdict.reasons)
+                .array(one_or_two(c.id, &c.facts.sources)?)
+                .array(one_or_two(c.id, &c.revision_ids)?);
+        }
+        summary.add(c.id.kind, verdict.decision);
         let seq = chain.append(
             c.id,
             c.sha256,
@@ -1009,19 +1028,23 @@ async fn record_verdicts(
             verdict.reasons,
             None,
         );
-        rows.int(seq)
-            .timestamptz(c.proposed_at)
-            .timestamptz(decided_at)
-            .end_row()?;
-        summary.add(c.id.kind, verdict.decision);
+        if held {
+            queue
+                .int(seq)
+                .timestamptz(c.proposed_at)
+                .timestamptz(decided_at)
+                .end_row()?;
+        }
     }
     chain.write(&mut *tx).await?;
-    rows.copy_into(
-        &mut *tx,
-        "COPY promotions (candidate_kind, candidate_id, state, policy_decision, rule, reasons,
-             sources, revision_ids, evidence_seq, proposed_at, decided_at) FROM STDIN (FORMAT binary)",
-    )
-    .await?;
+    queue
+        .copy_into(
+            &mut *tx,
+            "COPY promotions (candidate_kind, candidate_id, state, policy_decision, rule,
+                 reasons, sources, revision_ids, evidence_seq, proposed_at, decided_at)
+             FROM STDIN (FORMAT binary)",
+        )
+        .await?;
     Ok(())
 }
 
@@ -1341,16 +1364,21 @@ impl Store {
             .await?;
             let refuse = |reason| Refusal { id: *id, reason };
             let Some(r) = r else {
-                let exists: bool =
-                    sqlx::query_scalar("SELECT relata_candidate_sha256($1, $2) IS NOT NULL")
-                        .bind(id.kind.as_str())
-                        .bind(id.id)
-                        .fetch_one(&mut *tx)
-                        .await?;
-                refusals.push(refuse(if exists {
-                    RefusalReason::NotJudged
-                } else {
-                    RefusalReason::NotFound
+                // Not in the review queue: the policy allowed or denied it (its record
+                // says which), has not judged it, or it does not exist.
+                let state: Option<String> = sqlx::query_scalar(
+                    "SELECT relata_candidate_state($1, $2)
+                     WHERE relata_candidate_sha256($1, $2) IS NOT NULL",
+                )
+                .bind(id.kind.as_str())
+                .bind(id.id)
+                .fetch_optional(&mut *tx)
+                .await?;
+                refusals.push(refuse(match state.map(parse_label).transpose()? {
+                    None => RefusalReason::NotFound,
+                    Some(PromotionState::Proposed) => RefusalReason::NotJudged,
+                    Some(PromotionState::Pending) => RefusalReason::NotQueued,
+                    Some(decided) => RefusalReason::AlreadyDecided(decided),
                 }));
                 continue;
             };
@@ -1577,14 +1605,41 @@ impl Store {
     }
 }
 
-/// A promotion state that its evidence record does not support (a promotions row set
-/// to `promoted` with plain SQL, say).
+/// A review queue that its evidence records do not support: a row set to `promoted` with
+/// plain SQL, say, one added for a candidate the policy did not hold for a person, or a
+/// held candidate's row deleted. (A candidate's state is its latest record, so no row can
+/// promote anything; but the queue is what people work from.)
 async fn promotion_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyProblem>> {
+    let unqueued = sqlx::query(
+        "SELECT e.seq, e.candidate_kind, e.candidate_id FROM evidence e
+         WHERE e.decision = 'review'
+           AND NOT EXISTS (SELECT 1 FROM promotions p
+                           WHERE p.candidate_kind = e.candidate_kind
+                             AND p.candidate_id = e.candidate_id)
+         ORDER BY e.seq LIMIT 1",
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    if let Some(r) = unqueued {
+        return Ok(Some(VerifyProblem {
+            seq: Some(r.try_get(0)?),
+            candidate: Some(CandidateId {
+                kind: parse_label(r.try_get(1)?)?,
+                id: r.try_get(2)?,
+            }),
+            what: "the policy held it for review, but the review queue has no row for it: the row was deleted"
+                .into(),
+        }));
+    }
     let mut rows = sqlx::query(
         "SELECT p.candidate_kind, p.candidate_id, p.state, p.evidence_seq, e.decision,
                 e.candidate_kind, e.candidate_id,
                 (SELECT max(x.seq) FROM evidence x
-                 WHERE x.candidate_kind = p.candidate_kind AND x.candidate_id = p.candidate_id)
+                 WHERE x.candidate_kind = p.candidate_kind AND x.candidate_id = p.candidate_id),
+                (SELECT x.decision FROM evidence x
+                 WHERE x.candidate_kind = p.candidate_kind AND x.candidate_id = p.candidate_id
+                   AND x.actor_kind = 'policy'
+                 ORDER BY x.seq LIMIT 1)
          FROM promotions p LEFT JOIN evidence e ON e.seq = p.evidence_seq
          ORDER BY p.evidence_seq",
     )
@@ -1600,6 +1655,7 @@ async fn promotion_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyP
         let ekind: Option<String> = r.try_get(5)?;
         let eid: Option<i64> = r.try_get(6)?;
         let latest: Option<i64> = r.try_get(7)?;
+        let policy: Option<String> = r.try_get(8)?;
         let problem = |what: String| {
             Ok(Some(VerifyProblem {
                 seq: Some(seq),
@@ -1614,6 +1670,12 @@ async fn promotion_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyP
         }
         if latest != Some(seq) {
             return problem("its promotion state ignores a later decision".into());
+        }
+        if policy.as_deref() != Some(EvidenceDecision::Review.as_str()) {
+            return problem(format!(
+                "it is in the review queue, but the policy's decision was {}: the row was added behind relata's back",
+                policy.as_deref().unwrap_or("none")
+            ));
         }
         let decision: EvidenceDecision = parse_label(decision.unwrap_or_default())?;
         let implied = match decision {

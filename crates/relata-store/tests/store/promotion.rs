@@ -519,6 +519,89 @@ async fn verify_catches_a_promotion_state_set_with_plain_sql() {
     let p = s.evidence_verify().await.unwrap().problem.unwrap();
     assert_eq!(p.candidate, Some(claim(warned)), "{p}");
     assert!(p.what.contains("state was edited"), "{p}");
+    // And the edit promotes nothing: a candidate's state is its latest evidence record,
+    // which still holds it for a person.
+    let promoted: bool = sqlx::query_scalar("SELECT relata_promoted('claim', $1)")
+        .bind(warned)
+        .fetch_one(db.pool())
+        .await
+        .unwrap();
+    assert!(!promoted);
+    let exported: Vec<ExportRecord> = s.export(false, false).try_collect().await.unwrap();
+    assert!(
+        !exported
+            .iter()
+            .any(|r| matches!(r, ExportRecord::Claim(c) if c.id == warned)),
+        "{exported:?}"
+    );
+}
+
+/// The review queue holds only what the policy sent to a person; a candidate it allowed
+/// or denied is decided by its record alone. Verify catches a queue row deleted (the
+/// candidate would drop out of every reviewer's sight) or one added for a candidate the
+/// policy allowed, and a person cannot decide a held candidate whose row is gone.
+#[tokio::test]
+async fn verify_catches_a_review_queue_row_deleted_or_added_behind_relatas_back() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let warned = warned_claim(s, "w").await;
+    let (clean, _) = clean_claim(s, "d1", "Beta Inc").await;
+    judge(s).await;
+    let queued: Vec<i64> = sqlx::query_scalar("SELECT candidate_id FROM promotions")
+        .fetch_all(db.pool())
+        .await
+        .unwrap();
+    assert_eq!(queued, [warned], "only the held claim has a queue row");
+    assert_eq!(state_of(s, claim(clean)).await, PromotionState::Promoted);
+    let listed = s
+        .review_list(&ReviewFilter {
+            state: PromotionState::Promoted,
+            ..ReviewFilter::default()
+        })
+        .await
+        .unwrap();
+    assert!(listed.iter().any(|c| c.id == claim(clean)), "{listed:?}");
+    verify_ok(s).await;
+
+    let row: (String, i64) = sqlx::query_as(
+        "DELETE FROM promotions WHERE candidate_kind = 'claim' AND candidate_id = $1
+         RETURNING rule, evidence_seq",
+    )
+    .bind(warned)
+    .fetch_one(db.pool())
+    .await
+    .unwrap();
+    let p = s.evidence_verify().await.unwrap().problem.unwrap();
+    assert_eq!(p.candidate, Some(claim(warned)), "{p}");
+    assert!(p.what.contains("was deleted"), "{p}");
+    let err = s
+        .review_decide(&[claim(warned)], Decision::Approve, &ada(), None)
+        .await
+        .unwrap_err();
+    assert_refused(&err, &[RefusalReason::NotQueued]);
+
+    // Put it back, and add a row for the allowed claim pointing at its own record.
+    for (id, seq) in [(warned, row.1), (clean, 0)] {
+        sqlx::query(
+            "INSERT INTO promotions (candidate_kind, candidate_id, state, policy_decision, rule,
+                 sources, revision_ids, evidence_seq, proposed_at, decided_at)
+             SELECT 'claim', $1, 'pending', 'review', $2, '{test}', ARRAY[c.revision_id],
+                    CASE WHEN $3 = 0 THEN (SELECT max(seq) FROM evidence
+                                           WHERE candidate_kind = 'claim' AND candidate_id = $1)
+                         ELSE $3 END,
+                    now(), now()
+             FROM claims c WHERE c.id = $1",
+        )
+        .bind(id)
+        .bind(&row.0)
+        .bind(seq)
+        .execute(db.pool())
+        .await
+        .unwrap();
+    }
+    let p = s.evidence_verify().await.unwrap().problem.unwrap();
+    assert_eq!(p.candidate, Some(claim(clean)), "{p}");
+    assert!(p.what.contains("added behind relata's back"), "{p}");
 }
 
 /// No foreign key ties a promotion to its evidence record (it cost a look-up per
@@ -750,6 +833,7 @@ async fn awkward_source_names_are_recorded_as_they_are() {
     let db = TestDb::new().await;
     let s = &db.store;
     let (c, _) = clean_claim(s, "d1", "Alpha Corp").await;
+    let held = warned_claim(s, "d3").await;
     let awkward = "a \"quoted\", back\\slash {source} NULL \\N\t\\.\nnext\r\n\\.\n é 🦀 Ωmega";
     sqlx::query("UPDATE documents SET source = $1")
         .bind(awkward)
@@ -757,18 +841,23 @@ async fn awkward_source_names_are_recorded_as_they_are() {
         .await
         .unwrap();
     judge(s).await;
+    // The allowed claim is listed from its record; the held one from its queue row,
+    // which went in by COPY.
     let shown = s.review_show(claim(c)).await.unwrap().unwrap();
     assert_eq!(shown.candidate.state, PromotionState::Promoted);
+    assert_eq!(shown.candidate.sources, [awkward]);
+    let shown = s.review_show(claim(held)).await.unwrap().unwrap();
+    assert_eq!(shown.candidate.state, PromotionState::Pending);
     assert_eq!(shown.candidate.sources, [awkward]);
     let revisions: Vec<i64> = sqlx::query_scalar(
         "SELECT revision_ids FROM promotions WHERE candidate_kind = 'claim' AND candidate_id = $1",
     )
-    .bind(c)
+    .bind(held)
     .fetch_one(db.pool())
     .await
     .unwrap();
     let current: i64 = sqlx::query_scalar("SELECT revision_id FROM claims WHERE id = $1")
-        .bind(c)
+        .bind(held)
         .fetch_one(db.pool())
         .await
         .unwrap();
@@ -777,7 +866,7 @@ async fn awkward_source_names_are_recorded_as_they_are() {
         "SELECT p.proposed_at = c.created_at FROM promotions p JOIN claims c ON c.id = p.candidate_id
          WHERE p.candidate_kind = 'claim' AND p.candidate_id = $1",
     )
-    .bind(c)
+    .bind(held)
     .fetch_one(db.pool())
     .await
     .unwrap();
@@ -1069,11 +1158,13 @@ async fn handed_over_candidates_a_sweep_judged_first_are_skipped() {
     assert_eq!(judge(s).await.total(), 2);
     assert_eq!(state_of(s, claim(c)).await, PromotionState::Promoted);
     assert_eq!(verify_ok(s).await, 6);
-    let counted: i64 = sqlx::query_scalar("SELECT count(*) FROM promotions")
-        .fetch_one(db.pool())
-        .await
-        .unwrap();
-    assert_eq!(counted, 6);
+    // Six records, one for each of six candidates: none was decided twice.
+    let decided: i64 =
+        sqlx::query_scalar("SELECT count(DISTINCT (candidate_kind, candidate_id)) FROM evidence")
+            .fetch_one(db.pool())
+            .await
+            .unwrap();
+    assert_eq!(decided, 6);
 }
 
 /// A sweep up to a ceiling leaves the rows committed above it (a worker's sweep leaves
