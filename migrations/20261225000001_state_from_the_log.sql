@@ -12,19 +12,25 @@
 -- The latest record's decision decides: allow and approve promote, review holds for a
 -- person (pending), deny and reject never promote; no record is `proposed`.
 
+-- The state a decision leaves its candidate in (null: no decision, `proposed`).
+CREATE FUNCTION relata_state_after(decision text) RETURNS text
+LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE decision
+               WHEN 'allow' THEN 'promoted'
+               WHEN 'approve' THEN 'promoted'
+               WHEN 'review' THEN 'pending'
+               WHEN 'deny' THEN 'denied'
+               WHEN 'reject' THEN 'rejected'
+           END
+$$;
+
+-- One candidate's state: for readers that ask about a few rows (answers).
 CREATE FUNCTION relata_candidate_state(kind text, cid bigint) RETURNS text
 LANGUAGE sql STABLE AS $$
     SELECT coalesce(
-        (SELECT CASE e.decision
-                    WHEN 'allow' THEN 'promoted'
-                    WHEN 'approve' THEN 'promoted'
-                    WHEN 'review' THEN 'pending'
-                    WHEN 'deny' THEN 'denied'
-                    WHEN 'reject' THEN 'rejected'
-                END
-         FROM evidence e
-         WHERE e.candidate_kind = kind AND e.candidate_id = cid
-         ORDER BY e.seq DESC LIMIT 1),
+        relata_state_after((SELECT e.decision FROM evidence e
+                            WHERE e.candidate_kind = kind AND e.candidate_id = cid
+                            ORDER BY e.seq DESC LIMIT 1)),
         'proposed')
 $$;
 
@@ -33,15 +39,28 @@ LANGUAGE sql STABLE AS $$
     SELECT relata_candidate_state(kind, id) = 'promoted'
 $$;
 
+-- Every decided candidate's state: for readers that go through whole tables (export,
+-- status), which join it instead of looking each row up (a look-up per row made an
+-- export of 80,000 candidates take twice as long). Candidates without a row here are
+-- `proposed`.
+CREATE VIEW decided_states AS
+    SELECT DISTINCT ON (candidate_kind, candidate_id)
+           candidate_kind, candidate_id, relata_state_after(decision) AS state
+    FROM evidence
+    ORDER BY candidate_kind, candidate_id, seq DESC;
+
 CREATE OR REPLACE VIEW candidate_states AS
-    SELECT 'entity'::text AS kind, e.id, e.call_id, relata_candidate_state('entity', e.id) AS state
+    SELECT 'entity'::text AS kind, e.id, e.call_id, coalesce(p.state, 'proposed') AS state
     FROM entities e
+    LEFT JOIN decided_states p ON p.candidate_kind = 'entity' AND p.candidate_id = e.id
     UNION ALL
-    SELECT 'claim', c.id, c.call_id, relata_candidate_state('claim', c.id)
+    SELECT 'claim', c.id, c.call_id, coalesce(p.state, 'proposed')
     FROM claims c
+    LEFT JOIN decided_states p ON p.candidate_kind = 'claim' AND p.candidate_id = c.id
     UNION ALL
-    SELECT 'relation', x.id, x.call_id, relata_candidate_state('relation', x.id)
-    FROM claim_relations x;
+    SELECT 'relation', x.id, x.call_id, coalesce(p.state, 'proposed')
+    FROM claim_relations x
+    LEFT JOIN decided_states p ON p.candidate_kind = 'relation' AND p.candidate_id = x.id;
 
 -- Where a candidate came from, as a review listing shows it: its documents' sources, the
 -- revisions it was proposed from and when it was proposed (as the promoter reads them).

@@ -79,10 +79,10 @@ impl Store {
             winning_extract_jobs!(),
             "SELECT e.id, e.document_id, e.revision_id, e.chunk_id, e.name, e.name_normalized,
                     e.entity_type, m.id, m.job_id, m.model, m.prompt_version, m.schema_id,
-                    m.schema_version, m.schema_sha256, m.started_at, p.state
+                    m.schema_version, m.schema_sha256, m.started_at, coalesce(p.state, 'proposed')
              FROM entities e JOIN model_calls m ON m.id = e.call_id
              JOIN documents d ON d.id = e.document_id
-             CROSS JOIN LATERAL (SELECT relata_candidate_state('entity', e.id) AS state) p
+             LEFT JOIN decided_states p ON p.candidate_kind = 'entity' AND p.candidate_id = e.id
              WHERE ($1 OR (e.revision_id = d.current_revision_id
                            AND e.job_id IN (SELECT job_id FROM win)))
                AND ($3 OR p.state = 'promoted')
@@ -98,10 +98,10 @@ impl Store {
             "SELECT c.id, c.document_id, c.revision_id, c.chunk_id, c.statement, c.quote,
                     c.quote_start, c.quote_end, c.subject, c.entity_id,
                     m.id, m.job_id, m.model, m.prompt_version, m.schema_id,
-                    m.schema_version, m.schema_sha256, m.started_at, p.state
+                    m.schema_version, m.schema_sha256, m.started_at, coalesce(p.state, 'proposed')
              FROM claims c JOIN model_calls m ON m.id = c.call_id
              JOIN documents d ON d.id = c.document_id
-             CROSS JOIN LATERAL (SELECT relata_candidate_state('claim', c.id) AS state) p
+             LEFT JOIN decided_states p ON p.candidate_kind = 'claim' AND p.candidate_id = c.id
              WHERE ($1 OR (c.revision_id = d.current_revision_id
                            AND c.job_id IN (SELECT job_id FROM win)))
                AND ($3 OR p.state = 'promoted')
@@ -125,9 +125,9 @@ impl Store {
                           (x.task_version_fingerprint = $3) DESC, x.id DESC)
              SELECT x.id, x.claim_a, x.claim_b, x.relation,
                     m.id, m.job_id, m.model, m.prompt_version, m.schema_id,
-                    m.schema_version, m.schema_sha256, m.started_at, p.state
+                    m.schema_version, m.schema_sha256, m.started_at, coalesce(p.state, 'proposed')
              FROM claim_relations x JOIN model_calls m ON m.id = x.call_id
-             CROSS JOIN LATERAL (SELECT relata_candidate_state('relation', x.id) AS state) p
+             LEFT JOIN decided_states p ON p.candidate_kind = 'relation' AND p.candidate_id = x.id
              WHERE ($1 OR (x.id IN (SELECT id FROM best)
                            AND x.claim_a IN (SELECT id FROM live)
                            AND x.claim_b IN (SELECT id FROM live)))
