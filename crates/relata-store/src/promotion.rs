@@ -472,23 +472,20 @@ const CLAIM_ROWS: &str = "
     WHERE c.id = ANY($1)
     ORDER BY c.id";
 
-// A relation's rows come from two claims (and their documents) and its own call, so it
-// keeps the joins. Selects: id, call id (null when the call is not on record), provenance
-// complete, task version, warnings, entity type, relation, sources, revision ids,
-// proposed at, candidate sha256.
+// A relation comes from two claims (and their documents) and its own call; where it came
+// from — its sources, revisions and proposal time — is `relata_candidate_origin`, the one
+// definition review listings show too (no row when a claim or document is gone: the
+// relation stays unjudged). Selects: id, call id (null when the call is not on record),
+// provenance complete, task version, warnings, entity type, relation, sources, revision
+// ids, proposed at, candidate sha256.
 const UNJUDGED_RELATIONS: &str = "
     SELECT x.id, m.id, relata_provenance_complete(m),
            x.task_version_fingerprint,
            ARRAY(SELECT w.warning FROM warnings w WHERE w.relation_id = x.id ORDER BY w.id),
-           NULL::text, x.relation,
-           ARRAY(SELECT DISTINCT s FROM unnest(ARRAY[da.source, db.source]) s ORDER BY s),
-           ARRAY[a.revision_id, b.revision_id],
-           coalesce(m.finished_at, now()), relata_relation_sha256(x)
+           NULL::text, x.relation, o.sources, o.revision_ids,
+           coalesce(o.proposed_at, now()), relata_relation_sha256(x)
     FROM claim_relations x
-    JOIN claims a ON a.id = x.claim_a
-    JOIN claims b ON b.id = x.claim_b
-    JOIN documents da ON da.id = a.document_id
-    JOIN documents db ON db.id = b.document_id
+    CROSS JOIN LATERAL relata_candidate_origin('relation', x.id) o
     LEFT JOIN model_calls m ON m.id = x.call_id
     WHERE x.id = ANY($1)
     ORDER BY x.id";
