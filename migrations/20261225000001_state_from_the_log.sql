@@ -89,19 +89,20 @@ $$;
 
 -- Every decided candidate as a review listing shows it: the review queue's rows, and the
 -- candidates the policy allowed or denied, from their records. Each branch's state is a
--- constant, so a listing of one state never reads the others.
+-- constant, so a listing of one state never reads the others. A candidate whose call is
+-- not on record (denied for it) was proposed no later than it was decided.
 CREATE VIEW candidate_decisions AS
     SELECT p.candidate_kind, p.candidate_id, p.state, p.rule, p.reasons, p.sources,
            p.revision_ids, p.proposed_at, p.decided_at
     FROM promotions p
     UNION ALL
     SELECT e.candidate_kind, e.candidate_id, 'promoted'::text, e.actor, e.reasons, o.sources,
-           o.revision_ids, o.proposed_at, e.decided_at
+           o.revision_ids, coalesce(o.proposed_at, e.decided_at), e.decided_at
     FROM evidence e CROSS JOIN LATERAL relata_candidate_origin(e.candidate_kind, e.candidate_id) o
     WHERE e.decision = 'allow'
     UNION ALL
     SELECT e.candidate_kind, e.candidate_id, 'denied'::text, e.actor, e.reasons, o.sources,
-           o.revision_ids, o.proposed_at, e.decided_at
+           o.revision_ids, coalesce(o.proposed_at, e.decided_at), e.decided_at
     FROM evidence e CROSS JOIN LATERAL relata_candidate_origin(e.candidate_kind, e.candidate_id) o
     WHERE e.decision = 'deny';
 

@@ -679,9 +679,10 @@ impl CallFacts {
     }
 }
 
-/// Up to `limit` ids of `kind` above `after` and at most `upto` that have no decision
-/// (no evidence record) yet, in order, and how far the read got: the last id returned when the limit was
-/// reached, else the last id that exists (every row up to it was judged when read).
+/// Up to `limit` ids of `kind` above `after` and at most `upto` that have no decision (no
+/// evidence record) yet, in order, and how far the read got: the last id returned when
+/// the limit was reached, else the last id that exists (every row up to it was judged
+/// when read).
 async fn unjudged_ids(
     tx: &mut sqlx::PgConnection,
     kind: RowKind,
@@ -997,7 +998,8 @@ async fn record_verdicts(
     }
     let mut chain = Chain::new(head)?;
     let decided_at = chain.now;
-    // No rows, no statement (`copy_into`): a batch nothing in needs a person costs one.
+    // Only held candidates get a queue row; a batch that holds none sends no `COPY` at
+    // all (`copy_into` skips an empty one).
     let mut queue = CopyBinary::new(11, 0);
     for c in todo {
         let verdict = policy.evaluate(&c.facts);

@@ -394,6 +394,16 @@ async fn a_candidate_without_its_model_call_record_is_denied() {
         shown.candidate.rule.as_deref(),
         Some(relata_core::promotion::NO_PROVENANCE)
     );
+    // Denied candidates have no queue row; they are listed from their records.
+    let denied = s
+        .review_list(&ReviewFilter {
+            state: PromotionState::Denied,
+            ..ReviewFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(denied.len(), 5, "{denied:?}");
+    assert!(denied.iter().any(|c| c.id == rel), "{denied:?}");
     // A call on record but incomplete: denied for provenance, and the evidence still
     // names the call it was.
     let shown = s.review_show(claim(unnamed)).await.unwrap().unwrap();
