@@ -703,19 +703,11 @@ async fn unjudged_ids(
         let Some(&last) = ids.last() else {
             return Ok((todo, reached));
         };
-        // The window is every id in (reached, last]: one range scan of the log's candidate
-        // index finds its judged ones, where `= ANY` descended the index once per id.
-        let judged: std::collections::HashSet<i64> = sqlx::query_scalar(
-            "SELECT candidate_id FROM evidence
-             WHERE candidate_kind = $1 AND candidate_id > $2 AND candidate_id <= $3",
-        )
-        .bind(kind.as_str())
-        .bind(reached)
-        .bind(last)
-        .fetch_all(&mut *tx)
-        .await?
-        .into_iter()
-        .collect();
+        // The window is every id in (reached, last].
+        let judged: std::collections::HashSet<i64> = decided_between(tx, kind, reached, last)
+            .await?
+            .into_iter()
+            .collect();
         for id in ids {
             if !judged.contains(&id) {
                 todo.push(id);
@@ -787,6 +779,11 @@ struct Chain {
 }
 
 impl Chain {
+    /// The `seq` the next [`Chain::append`] gives its record.
+    fn next_seq(&self) -> i64 {
+        self.head.seq + 1
+    }
+
     fn new(head: Head) -> Result<Chain> {
         // PostgreSQL keeps microseconds; the hash must be over what is stored.
         let now = Utc::now().trunc_subsecs(6);
@@ -814,7 +811,7 @@ impl Chain {
         note: Option<String>,
     ) -> i64 {
         let mut record = EvidenceRecord {
-            seq: self.head.seq + 1,
+            seq: self.next_seq(),
             candidate,
             candidate_sha256,
             call_id,
@@ -951,9 +948,8 @@ pub(crate) async fn read_candidates(
     }
 }
 
-/// Which of `candidates` already have a decision: one range scan of the log's candidate
-/// index per kind present (a batch's ids of one kind lie close together), not a probe per
-/// candidate.
+/// Which of `candidates` already have a decision: one range scan per kind present (a
+/// batch's ids of one kind lie close together), not a probe per candidate.
 async fn judged_among(
     tx: &mut sqlx::PgConnection,
     candidates: &[Candidate],
@@ -967,18 +963,30 @@ async fn judged_among(
         let (Some(lo), Some(hi)) = (ids.clone().min(), ids.max()) else {
             continue;
         };
-        let found: Vec<i64> = sqlx::query_scalar(
-            "SELECT candidate_id FROM evidence
-             WHERE candidate_kind = $1 AND candidate_id >= $2 AND candidate_id <= $3",
-        )
-        .bind(kind.as_str())
-        .bind(lo)
-        .bind(hi)
-        .fetch_all(&mut *tx)
-        .await?;
+        let found = decided_between(tx, kind, lo.saturating_sub(1), hi).await?;
         judged.extend(found.into_iter().map(|id| CandidateId { kind, id }));
     }
     Ok(judged)
+}
+
+/// The ids of `kind` in `(after, upto]` that have a decision (an evidence record; one id
+/// per record, so a reviewed one comes twice): one range scan of the log's candidate
+/// index, where `= ANY` over the ids descended it once per id.
+async fn decided_between(
+    tx: &mut sqlx::PgConnection,
+    kind: RowKind,
+    after: i64,
+    upto: i64,
+) -> Result<Vec<i64>> {
+    Ok(sqlx::query_scalar(
+        "SELECT candidate_id FROM evidence
+         WHERE candidate_kind = $1 AND candidate_id > $2 AND candidate_id <= $3",
+    )
+    .bind(kind.as_str())
+    .bind(after)
+    .bind(upto)
+    .fetch_all(&mut *tx)
+    .await?)
 }
 
 /// Evaluate the policy on each candidate and record every verdict: one evidence record
@@ -1003,8 +1011,7 @@ async fn record_verdicts(
     let mut queue = CopyBinary::new(11, 0);
     for c in todo {
         let verdict = policy.evaluate(&c.facts);
-        let held = verdict.decision == PolicyDecision::Review;
-        if held {
+        if verdict.decision == PolicyDecision::Review {
             queue
                 .text(c.id.kind.as_str())
                 .int(c.id.id)
@@ -1013,10 +1020,14 @@ async fn record_verdicts(
                 .text(&verdict.rule)
                 .array(&verdict.reasons)
                 .array(one_or_two(c.id, &c.facts.sources)?)
-                .array(one_or_two(c.id, &c.revision_ids)?);
+                .array(one_or_two(c.id, &c.revision_ids)?)
+                .int(chain.next_seq())
+                .timestamptz(c.proposed_at)
+                .timestamptz(decided_at)
+                .end_row()?;
         }
         summary.add(c.id.kind, verdict.decision);
-        let seq = chain.append(
+        chain.append(
             c.id,
             c.sha256,
             c.call_id,
@@ -1027,13 +1038,6 @@ async fn record_verdicts(
             verdict.reasons,
             None,
         );
-        if held {
-            queue
-                .int(seq)
-                .timestamptz(c.proposed_at)
-                .timestamptz(decided_at)
-                .end_row()?;
-        }
     }
     chain.write(&mut *tx).await?;
     queue
