@@ -72,6 +72,18 @@ pub const EXTRACT_V1: Contract = Contract {
     json_schema: include_str!("../schemas/relata.extract.v1.json"),
 };
 
+/// `relata.extract` v2: claims keyed by the handle of the chunk's sentence they state
+/// (`S1`, `S2`, … as [`crate::sentences::handled`] numbers them), each a subject and a
+/// statement or `null`; the quote is the sentence itself, so the model copies none. The
+/// contract of `extract-p4`.
+pub const EXTRACT_V2: Contract = Contract {
+    task: Task::Extract,
+    schema_id: "relata.extract",
+    version: 2,
+    name: "relata_extract_v2",
+    json_schema: include_str!("../schemas/relata.extract.v2.json"),
+};
+
 pub const CLASSIFY_V1: Contract = Contract {
     task: Task::Classify,
     schema_id: "relata.classify",
@@ -94,10 +106,11 @@ pub const ANSWER_V1: Contract = Contract {
 };
 
 impl Contract {
-    /// The current contract of a task.
+    /// The current contract of a task: for `extract`, the default prompt's (an older
+    /// prompt names its own contract).
     pub const fn current(task: Task) -> Contract {
         match task {
-            Task::Extract => EXTRACT_V1,
+            Task::Extract => EXTRACT_V2,
             Task::Classify => CLASSIFY_V1,
             Task::Answer => ANSWER_V1,
         }
@@ -130,6 +143,11 @@ mod tests {
             EXTRACT_V1.sha256(),
             "e091285a51b54996c00e721360f1c14a4008e6cd211de16b5267ccaa190a7e0e",
             "relata.extract v1 changed without a version bump"
+        );
+        assert_eq!(
+            EXTRACT_V2.sha256(),
+            "d800ef18ea05be0d5656e6928048ae793b9d7a533ac1b492f7b9a6a91c9cf882",
+            "relata.extract v2 changed without a version bump"
         );
         assert_eq!(
             CLASSIFY_V1.sha256(),
@@ -204,6 +222,34 @@ mod tests {
             .collect();
         assert_eq!(rels, ours);
 
+        let e2 = EXTRACT_V2.schema_value();
+        let n2 = |p: &[&str]| at(&e2, p).as_u64().unwrap() as usize;
+        assert_eq!(n2(&["properties", "entities", "maxItems"]), MAX_ENTITIES);
+        assert_eq!(n2(&["properties", "claims", "maxProperties"]), MAX_CLAIMS);
+        let claim = &at(
+            &e2,
+            &["properties", "claims", "additionalProperties", "anyOf"],
+        )[1];
+        assert_eq!(
+            at(claim, &["properties", "statement", "maxLength"]).as_u64(),
+            Some(STATEMENT_MAX_CHARS as u64)
+        );
+        assert_eq!(
+            at(claim, &["properties", "statement", "minLength"]).as_u64(),
+            Some(STATEMENT_MIN_CHARS as u64)
+        );
+        assert_eq!(
+            at(claim, &["properties", "subject", "maxLength"]).as_u64(),
+            Some(NAME_MAX_CHARS as u64)
+        );
+        assert_eq!(
+            at(
+                &e2,
+                &["properties", "entities", "items", "properties", "type"]
+            ),
+            at(&e, &ent).get("type").unwrap()
+        );
+
         let a = ANSWER_V1.schema_value();
         let n = |p: &[&str]| at(&a, p).as_u64().unwrap() as usize;
         assert_eq!(n(&["properties", "answer", "maxLength"]), ANSWER_MAX_CHARS);
@@ -214,16 +260,17 @@ mod tests {
         );
     }
 
+    /// An object either forbids unknown fields or names what its keys may be
+    /// (`propertyNames`, v2's sentence handles) and what each holds.
     #[test]
     fn every_object_in_the_schemas_forbids_unknown_fields() {
         fn walk(v: &Value, path: String) {
             if let Some(o) = v.as_object() {
                 if o.get("type") == Some(&Value::from("object")) {
-                    assert_eq!(
-                        o.get("additionalProperties"),
-                        Some(&Value::Bool(false)),
-                        "{path}"
-                    );
+                    let closed = o.get("additionalProperties") == Some(&Value::Bool(false));
+                    let keyed = o.contains_key("propertyNames")
+                        && o.get("additionalProperties").is_some_and(Value::is_object);
+                    assert!(closed || keyed, "{path}");
                 }
                 for (k, child) in o {
                     walk(child, format!("{path}/{k}"));
@@ -231,6 +278,7 @@ mod tests {
             }
         }
         walk(&EXTRACT_V1.schema_value(), String::new());
+        walk(&EXTRACT_V2.schema_value(), String::new());
         walk(&CLASSIFY_V1.schema_value(), String::new());
         walk(&ANSWER_V1.schema_value(), String::new());
     }

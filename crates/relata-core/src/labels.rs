@@ -35,8 +35,20 @@ closed_enum! {
         /// too many of its words are missing from the quote, a negation is on one side
         /// only, or its subject is grounded in neither the quote nor the chunk.
         Unsupported = "unsupported",
-        /// A claim's subject is not an accepted entity of the same response.
+        /// A claim's subject is neither an accepted entity of the same response nor a
+        /// name its chunk contains.
         UnknownSubject = "unknown_subject",
+        /// An entity's name is not in its chunk: an entity is stored with the chunk's own
+        /// text, never a name the model made up or reworded.
+        NameNotFound = "name_not_found",
+        /// A claim's statement cannot be read without its document: its subject is a
+        /// pronoun, a demonstrative or a definite noun phrase without a name ("It …",
+        /// "This method …", "The film …"), or it has no main clause ("Although …",
+        /// "Directed by …").
+        NotStandalone = "not_standalone",
+        /// A claim's subject is not what its statement is about: not named in the
+        /// statement's opening noun phrase ("film" for "The Academy Awards are …").
+        WrongSubject = "wrong_subject",
         /// A row repeating an earlier accepted row.
         Duplicate = "duplicate",
         /// Fields of one row disagree in a way no other reason names (a figure in the
@@ -93,6 +105,12 @@ closed_enum! {
         NoDuplicate = "no_duplicate",
         FigureInQuote = "figure_in_quote",
         Supported = "supported",
+        /// An entity's name is its chunk's own text.
+        NameFound = "name_found",
+        /// A claim's statement reads alone.
+        Standalone = "standalone",
+        /// A claim's subject is named in its statement's opening noun phrase.
+        SubjectTopic = "subject_topic",
     }
 }
 

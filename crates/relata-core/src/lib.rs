@@ -15,6 +15,7 @@ pub mod dead;
 pub mod handle;
 pub mod job;
 pub mod labels;
+pub mod names;
 pub mod promotion;
 pub mod sentences;
 pub mod settings;
@@ -22,7 +23,7 @@ pub mod task;
 pub mod text;
 
 pub use closed::UnknownLabel;
-pub use contract::{ANSWER_V1, CLASSIFY_V1, Contract, EXTRACT_V1};
+pub use contract::{ANSWER_V1, CLASSIFY_V1, Contract, EXTRACT_V1, EXTRACT_V2};
 pub use dead::DeadReason;
 pub use handle::{Handle, HandleError, SourceHandle};
 pub use job::{JobInput, JobInputError, JobMessage, JobMessageError};

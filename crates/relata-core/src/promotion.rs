@@ -257,57 +257,26 @@ impl Policy {
         Ok(Policy { rules })
     }
 
-    /// The shipped defaults: any row with a warning is reviewed; `contradicts` and
-    /// `refines` relations (the ones people act on) are reviewed; claims, entities and
-    /// `supports` / `unrelated` relations without warnings are allowed.
+    /// The shipped defaults: any row with a warning is reviewed; every relation is
+    /// reviewed — a relation between two claims is the model's inference, a derived claim
+    /// no source states, so a named person decides it (`supports` as much as
+    /// `contradicts`); claims and entities without warnings are allowed.
     pub fn shipped() -> Policy {
-        let rule = |name: &str,
-                    kind: Option<RowKind>,
-                    warnings: Option<bool>,
-                    relation: Option<RelationKind>,
-                    decision| Rule {
+        let rule = |name: &str, kind: Option<RowKind>, warnings: Option<bool>, decision| Rule {
             name: name.to_owned(),
             kind,
             warnings,
             entity_type: None,
-            relation,
+            relation: None,
             source: None,
             decision,
         };
         use PolicyDecision::{Allow, Review};
-        use RelationKind::{Contradicts, Refines, Supports, Unrelated};
         Policy::new(vec![
-            rule("warnings", None, Some(true), None, Review),
-            rule(
-                "contradicts",
-                Some(RowKind::Relation),
-                None,
-                Some(Contradicts),
-                Review,
-            ),
-            rule(
-                "refines",
-                Some(RowKind::Relation),
-                None,
-                Some(Refines),
-                Review,
-            ),
-            rule("claims", Some(RowKind::Claim), Some(false), None, Allow),
-            rule("entities", Some(RowKind::Entity), Some(false), None, Allow),
-            rule(
-                "supports",
-                Some(RowKind::Relation),
-                Some(false),
-                Some(Supports),
-                Allow,
-            ),
-            rule(
-                "unrelated",
-                Some(RowKind::Relation),
-                Some(false),
-                Some(Unrelated),
-                Allow,
-            ),
+            rule("warnings", None, Some(true), Review),
+            rule("relations", Some(RowKind::Relation), None, Review),
+            rule("claims", Some(RowKind::Claim), Some(false), Allow),
+            rule("entities", Some(RowKind::Entity), Some(false), Allow),
         ])
         .expect("the shipped policy is valid")
     }
@@ -511,7 +480,7 @@ mod tests {
     }
 
     #[test]
-    fn shipped_policy_allows_clean_rows_and_reviews_warnings_and_contested_relations() {
+    fn shipped_policy_allows_clean_rows_and_reviews_warnings_and_every_relation() {
         let p = Policy::shipped();
         let d = |c: &CandidateFacts| p.evaluate(c).decision;
         assert_eq!(d(&facts(RowKind::Claim)), PolicyDecision::Allow);
@@ -528,13 +497,11 @@ mod tests {
         assert_eq!(v.decision, PolicyDecision::Review);
         assert_eq!(v.rule, "warnings");
         assert_eq!(v.reasons, ["warning: figure_not_in_quote"]);
-        assert_eq!(
-            d(&relation(RelationKind::Contradicts)),
-            PolicyDecision::Review
-        );
-        assert_eq!(d(&relation(RelationKind::Refines)), PolicyDecision::Review);
-        assert_eq!(d(&relation(RelationKind::Supports)), PolicyDecision::Allow);
-        assert_eq!(d(&relation(RelationKind::Unrelated)), PolicyDecision::Allow);
+        for r in RelationKind::ALL {
+            let v = p.evaluate(&relation(*r));
+            assert_eq!(v.decision, PolicyDecision::Review, "{r}");
+            assert_eq!(v.rule, "relations", "{r}");
+        }
         let warned_relation = CandidateFacts {
             warnings: vec![Warning::Demoted],
             ..relation(RelationKind::Supports)

@@ -42,7 +42,7 @@ fn word_before(text: &str, dot: usize) -> &str {
     &head[start..]
 }
 
-fn abbreviation(word: &str) -> bool {
+pub(crate) fn abbreviation(word: &str) -> bool {
     let mut chars = word.chars();
     let initial = matches!((chars.next(), chars.next()), (Some(c), None) if c.is_uppercase());
     initial || ABBREVIATIONS.contains(&word)
@@ -137,6 +137,20 @@ fn cap(text: &str, start: usize, end: usize, max_chars: usize) -> usize {
         .find(|(_, c)| c.is_whitespace())
         .map_or(cut, |(i, _)| i);
     start + head[..at_space].trim_end().len()
+}
+
+/// The sentences a chunk is shown as under a prompt that cites sources by handle
+/// (`S1` is the first span, `S2` the second, …), as byte spans: every sentence that can be
+/// a quote, whole up to the contract's quote bound. The one numbering the prompt and the
+/// gate share, so a handle the gate resolves is the sentence the model was shown.
+pub fn handled(text: &str) -> Vec<(usize, usize)> {
+    use crate::contract::bounds;
+    spans(
+        text,
+        bounds::QUOTE_MIN_CHARS,
+        bounds::QUOTE_MIN_WORDS,
+        bounds::QUOTE_MAX_CHARS,
+    )
 }
 
 /// The sentences of `text` as strings; see [`spans`].

@@ -1,0 +1,535 @@
+//! The names a chunk gives: what a schema may offer as a claim's subject and an entity's
+//! name.
+//!
+//! Deterministic and plain (no regular expression, no model): a name is a run of
+//! capitalised words ("Georges Seurat", "Academy of Motion Picture Arts and Sciences",
+//! "HAL 9000"), joined across the lowercase connectors names contain ("of", "the", "and",
+//! "de", "von", …) but never starting or ending with one, nor across a sentence's end; a
+//! possessive `'s` is left off ("Seurat's" gives "Seurat"); a run of two names joined by
+//! "and" ("Keir Dullea and Gary Lockwood") also gives each name alone, unless the first
+//! holds an "of" ("Academy of Motion Picture Arts and Sciences" is one name). A capitalised word that only opens a sentence
+//! is a name when it is not one of the words sentences commonly open with ("The", "It",
+//! "In", "However", …, or an adverb in "-ly" or a participle in "-ed"): "Electrons are
+//! …" names electrons, "Filmed in Paris, …" names nothing. The document's title counts
+//! when the chunk contains it (as written, or with its first letter's case changed: a
+//! concept article opens "Chamber music is …"), without a trailing disambiguation
+//! ("Casablanca (film)" gives "Casablanca").
+//!
+//! Every name returned is the chunk's own text, so a schema that offers only these holds
+//! a model to words the chunk contains; the gate still checks every name it is sent.
+//! A splitter mistake costs a candidate (recall), never safety: nothing here decides
+//! what is stored.
+
+/// The most names one chunk offers; a schema's enum stays small enough for every
+/// grammar compiler and every name is a choice a small model can read.
+pub const MAX_NAMES: usize = 40;
+/// The longest name offered, in characters.
+pub const MAX_NAME_CHARS: usize = 80;
+
+/// Lowercase words that join the capitalised words of one name.
+const CONNECTORS: &[&str] = &[
+    "of", "the", "and", "de", "la", "le", "les", "du", "des", "del", "della", "di", "da", "dos",
+    "das", "von", "van", "der", "den", "y", "on", "for", "&", "al", "bin", "ibn",
+];
+
+/// Capitalised words a sentence commonly opens with that name nothing alone.
+const OPENERS: &[&str] = &[
+    "A",
+    "An",
+    "The",
+    "This",
+    "That",
+    "These",
+    "Those",
+    "It",
+    "Its",
+    "He",
+    "His",
+    "She",
+    "Her",
+    "They",
+    "Their",
+    "Them",
+    "We",
+    "Our",
+    "You",
+    "Your",
+    "I",
+    "My",
+    "There",
+    "Here",
+    "In",
+    "On",
+    "At",
+    "As",
+    "By",
+    "For",
+    "From",
+    "With",
+    "Without",
+    "Within",
+    "Into",
+    "Of",
+    "To",
+    "After",
+    "Before",
+    "During",
+    "Since",
+    "Until",
+    "Although",
+    "Though",
+    "While",
+    "Whereas",
+    "When",
+    "Where",
+    "Which",
+    "Who",
+    "Whose",
+    "What",
+    "Why",
+    "How",
+    "If",
+    "Because",
+    "But",
+    "And",
+    "Or",
+    "Nor",
+    "So",
+    "Yet",
+    "However",
+    "Also",
+    "Both",
+    "Each",
+    "Every",
+    "Either",
+    "Neither",
+    "Many",
+    "Most",
+    "More",
+    "Much",
+    "Some",
+    "Several",
+    "Such",
+    "Other",
+    "Another",
+    "All",
+    "Any",
+    "No",
+    "Not",
+    "One",
+    "Two",
+    "Three",
+    "Four",
+    "Five",
+    "Six",
+    "Seven",
+    "Eight",
+    "Nine",
+    "Ten",
+    "First",
+    "Second",
+    "Third",
+    "Later",
+    "Today",
+    "Now",
+    "Then",
+    "Thus",
+    "Still",
+    "Even",
+    "Over",
+    "Under",
+    "About",
+    "Around",
+    "Among",
+    "Between",
+    "Through",
+    "Throughout",
+    "Against",
+    "Along",
+    "Across",
+    "Despite",
+    "Unlike",
+    "Like",
+    "Following",
+    "According",
+    "Including",
+    "Due",
+    "Upon",
+    "Once",
+    "Only",
+    "Instead",
+    "Indeed",
+    "Further",
+    "Furthermore",
+    "Moreover",
+    "Meanwhile",
+    "Otherwise",
+    "Therefore",
+    "Hence",
+    "Besides",
+    "Nevertheless",
+    "Nonetheless",
+    "Originally",
+    "Later",
+    "Since",
+    "Despite",
+    "Outside",
+    "Inside",
+    "Beyond",
+    "Above",
+    "Below",
+    "Near",
+    "Following",
+    "Starting",
+    "Beginning",
+    "Being",
+    "Having",
+    "Based",
+    "Born",
+    "Known",
+    "Called",
+    "Named",
+    "Used",
+    "Considered",
+    "Regarded",
+    "Described",
+    "Written",
+    "Made",
+];
+
+/// A word of the chunk with its byte span, as the name finder sees it.
+#[derive(Debug, Clone, Copy)]
+struct Token<'a> {
+    text: &'a str,
+    start: usize,
+    end: usize,
+    /// Opens a sentence (the first word of the text, or after `.`, `!`, `?` or a blank line).
+    opens: bool,
+    /// Only a single space separates it from the previous token.
+    joined: bool,
+}
+
+fn word_char(c: char) -> bool {
+    c.is_alphanumeric() || matches!(c, '\'' | '\u{2019}' | '-' | '.' | '&')
+}
+
+fn tokens(text: &str) -> Vec<Token<'_>> {
+    let mut out: Vec<Token<'_>> = Vec::new();
+    // The raw run of word characters before the current gap, and the gap itself.
+    let mut prev_raw: Option<&str> = None;
+    let mut gap_start = 0;
+    let mut start: Option<usize> = None;
+    let mut push = |s: usize, e: usize, prev_raw: Option<&str>, gap: &str| {
+        let raw = &text[s..e];
+        // Dots, apostrophes and hyphens at the ends belong to the sentence, not the word,
+        // except an initial's dot ("J.").
+        let mut t = raw.trim_end_matches(['\'', '\u{2019}', '-']);
+        let initial = t.chars().count() == 2 && t.starts_with(char::is_uppercase);
+        if t.ends_with('.') && !initial {
+            t = t.trim_end_matches('.');
+        }
+        let t = t.trim_start_matches(['\'', '\u{2019}', '-', '.']);
+        if !t.chars().any(char::is_alphanumeric) {
+            return;
+        }
+        let ended = prev_raw.is_some_and(|p| {
+            p.ends_with('.') && !crate::sentences::abbreviation(p.trim_end_matches('.'))
+        });
+        let opens =
+            prev_raw.is_none() || ended || gap.contains(['.', '!', '?']) || gap.contains("\n\n");
+        let lead = raw.find(t).unwrap_or(0);
+        out.push(Token {
+            text: t,
+            start: s + lead,
+            end: s + lead + t.len(),
+            opens,
+            joined: gap == " ",
+        });
+    };
+    for (i, c) in text.char_indices() {
+        match (word_char(c), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                push(s, i, prev_raw, &text[gap_start..s]);
+                prev_raw = Some(&text[s..i]);
+                start = None;
+                gap_start = i;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        push(s, text.len(), prev_raw, &text[gap_start..s]);
+    }
+    out
+}
+
+/// Months and days of the week.
+const CALENDAR: &[&str] = &[
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+    "Sunday",
+];
+
+fn calendar(t: &str) -> bool {
+    CALENDAR.contains(&t)
+}
+
+fn capitalised(t: &str) -> bool {
+    t.chars().next().is_some_and(char::is_uppercase)
+}
+
+fn digits(t: &str) -> bool {
+    t.chars().next().is_some_and(|c| c.is_ascii_digit())
+}
+
+fn connector(t: &str) -> bool {
+    CONNECTORS.contains(&t)
+}
+
+/// A sentence-opening word that names nothing alone.
+fn opener(t: &str) -> bool {
+    OPENERS.contains(&t) || t.ends_with("ly") || t.ends_with("ed")
+}
+
+/// `text` with a possessive `'s` (or a bare trailing apostrophe) left off.
+fn without_possessive(text: &str) -> &str {
+    for suffix in ["'s", "\u{2019}s"] {
+        if let Some(base) = text.strip_suffix(suffix) {
+            return base;
+        }
+    }
+    text
+}
+
+/// The names `text` gives (see the module docs), in order of first appearance, at most
+/// [`MAX_NAMES`], each at most [`MAX_NAME_CHARS`] characters and the chunk's own bytes.
+pub fn candidates(text: &str, title: Option<&str>) -> Vec<String> {
+    fn add(names: &mut Vec<String>, name: &str) {
+        let name = without_possessive(name.trim());
+        if name.chars().count() >= 2
+            && name.chars().count() <= MAX_NAME_CHARS
+            && name.chars().any(char::is_alphabetic)
+            && !names.iter().any(|n| n == name)
+        {
+            names.push(name.to_owned());
+        }
+    }
+    let mut names: Vec<String> = Vec::new();
+    if let Some(found) = title.and_then(|t| title_in(text, t)) {
+        // The title is what the document is about, figures and all ("1", "100 metres").
+        names.push(found.to_owned());
+    }
+    let toks = tokens(text);
+    let mut i = 0;
+    while i < toks.len() {
+        let t = toks[i];
+        let starts = capitalised(t.text) && !(t.opens && opener(t.text));
+        if !starts {
+            i += 1;
+            continue;
+        }
+        // Extend over capitalised words, figures and connectors joined by single spaces.
+        let mut j = i;
+        let mut last_name_word = i;
+        // A possessive ends a name: "Seurat's most famous work".
+        while without_possessive(toks[j].text) == toks[j].text
+            && j + 1 < toks.len()
+            && toks[j + 1].joined
+            && !toks[j + 1].opens
+        {
+            let n = toks[j + 1].text;
+            // A figure belongs to the name it follows directly ("HAL 9000"), never to one
+            // across a connector ("Lake Gaoyou on 25 August").
+            if capitalised(n) || (digits(n) && j == last_name_word) {
+                j += 1;
+                last_name_word = j;
+            } else if connector(n) {
+                j += 1;
+            } else {
+                break;
+            }
+        }
+        let run = &toks[i..=last_name_word];
+        // A date names nothing: "June", "August 1931", "Monday".
+        if run.iter().all(|t| calendar(t.text) || digits(t.text)) {
+            i = last_name_word + 1;
+            continue;
+        }
+        // One capitalised word that opens a sentence and starts a longer name already
+        // found ("Chamber" of the title "Chamber music") is that name's first word.
+        let lone_opener = run.len() == 1
+            && t.opens
+            && names
+                .iter()
+                .any(|n| n.len() > t.text.len() && n.starts_with(t.text));
+        if !lone_opener {
+            add(&mut names, &text[run[0].start..run[run.len() - 1].end]);
+        }
+        // Two names joined by "and" are also names alone, unless the first has an "of"
+        // ("Academy of Motion Picture Arts and Sciences" is one name).
+        if let Some(k) = run.iter().position(|t| t.text == "and" || t.text == "&") {
+            let (left, right) = (&run[..k], &run[k + 1..]);
+            if !left.is_empty() && !right.is_empty() && !left.iter().any(|t| t.text == "of") {
+                add(&mut names, &text[left[0].start..left[left.len() - 1].end]);
+                add(
+                    &mut names,
+                    &text[right[0].start..right[right.len() - 1].end],
+                );
+            }
+        }
+        i = last_name_word + 1;
+    }
+    names.truncate(MAX_NAMES);
+    names
+}
+
+/// The title as the chunk writes it, without a trailing disambiguation in parentheses:
+/// found as written, or with its first letter's case changed.
+fn title_in<'t>(text: &'t str, title: &str) -> Option<&'t str> {
+    let title = match title.trim().rfind(" (") {
+        Some(at) if title.trim().ends_with(')') => &title.trim()[..at],
+        _ => title.trim(),
+    };
+    let mut first = title.chars();
+    let head = first.next()?;
+    let flipped: String = if head.is_uppercase() {
+        head.to_lowercase().chain(first).collect()
+    } else {
+        head.to_uppercase().chain(first).collect()
+    };
+    [title, flipped.as_str()].into_iter().find_map(|t| {
+        let at = find_word(text, t)?;
+        Some(&text[at..at + t.len()])
+    })
+}
+
+/// The first occurrence of `needle` in `text` that starts and ends at a word boundary.
+pub fn find_word(text: &str, needle: &str) -> Option<usize> {
+    if needle.is_empty() {
+        return None;
+    }
+    let mut from = 0;
+    while let Some(at) = text[from..].find(needle).map(|i| i + from) {
+        let end = at + needle.len();
+        let before = text[..at].chars().next_back();
+        let after = text[end..].chars().next();
+        if !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric) {
+            return Some(at);
+        }
+        from = at + text[at..].chars().next().map_or(1, char::len_utf8);
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(text: &str) -> Vec<String> {
+        candidates(text, None)
+    }
+
+    #[test]
+    fn runs_of_capitalised_words_with_their_connectors() {
+        let text = "They are presented by the Academy of Motion Picture Arts and Sciences in the United States.";
+        assert_eq!(
+            names(text),
+            [
+                "Academy of Motion Picture Arts and Sciences",
+                "United States"
+            ]
+        );
+        let text = "A Sunday Afternoon on the Island of La Grande Jatte was painted from 1884 to 1886 and is Georges Seurat's most famous work.";
+        assert_eq!(
+            names(text),
+            [
+                "Sunday Afternoon on the Island of La Grande Jatte",
+                "Georges Seurat"
+            ]
+        );
+    }
+
+    #[test]
+    fn two_names_joined_by_and_are_names_alone_too() {
+        let text = "The film stars Keir Dullea and Gary Lockwood, and HAL 9000.";
+        assert_eq!(
+            names(text),
+            [
+                "Keir Dullea and Gary Lockwood",
+                "Keir Dullea",
+                "Gary Lockwood",
+                "HAL 9000"
+            ]
+        );
+    }
+
+    #[test]
+    fn sentence_openers_name_nothing_but_a_topic_word_does() {
+        assert_eq!(
+            names("Electrons are light. It is known. However, Paris is big."),
+            ["Electrons", "Paris"]
+        );
+        assert_eq!(
+            names("Filmed and set during World War II, it focuses on Rick."),
+            ["World War II", "Rick"]
+        );
+        assert_eq!(names("J. D. Salinger wrote it."), ["J. D. Salinger"]);
+    }
+
+    #[test]
+    fn the_title_counts_as_the_chunk_writes_it() {
+        let text = "Chamber music is a form of classical music.";
+        assert_eq!(candidates(text, Some("Chamber music")), ["Chamber music"]);
+        let text = "Casablanca is a 1942 American film.";
+        assert_eq!(
+            candidates(text, Some("Casablanca (film)")),
+            ["Casablanca", "American"]
+        );
+        let text = "2001: A Space Odyssey is a 1968 film by Stanley Kubrick.";
+        assert_eq!(
+            candidates(text, Some("2001: A Space Odyssey")),
+            [
+                "2001: A Space Odyssey",
+                "A Space Odyssey",
+                "Stanley Kubrick"
+            ]
+        );
+        // A title the chunk does not contain is not offered.
+        assert_eq!(candidates("Paris is big.", Some("London")), ["Paris"]);
+    }
+
+    #[test]
+    fn names_are_the_chunks_bytes_and_bounded() {
+        let text = "Zürich and Genève are in Switzerland. ".repeat(30);
+        let got = candidates(&text, None);
+        assert!(got.len() <= MAX_NAMES);
+        for n in &got {
+            assert!(text.contains(n.as_str()), "{n}");
+        }
+        let long = format!("{} is long.", "Word ".repeat(40).trim());
+        assert!(candidates(&long, None).is_empty());
+    }
+
+    #[test]
+    fn find_word_respects_word_boundaries() {
+        assert_eq!(find_word("Parisian Paris", "Paris"), Some(9));
+        assert_eq!(find_word("Parisian", "Paris"), None);
+    }
+}
