@@ -8,6 +8,7 @@ use relata_core::{
 };
 
 use crate::ClassifyInput;
+use crate::clause::Opening;
 use crate::config::GateConfig;
 use crate::decode::{self, Json};
 use crate::normalize::{SourceIndex, collapse, collapse_cow, lower};
@@ -17,6 +18,7 @@ use crate::outcome::{
 };
 use crate::support::{ClaimText, Support, SupportOpinion};
 use crate::text::{bounded, degenerate, excerpt, figures_not_in};
+use relata_core::SourceHandle;
 
 /// A failed check: the reason and a bounded detail.
 pub(crate) type Fail = (Reason, String);
@@ -216,33 +218,60 @@ fn top<'j, 'a, const N: usize>(
     fields(v, "the response", names)
 }
 
+/// Which `relata.extract` contract a response answers: v1 copies each claim's quote from
+/// the chunk; v2 names the chunk's sentence by its handle (`S1`, `S2`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExtractShape {
+    /// `relata.extract` v1: `claims` is an array of `{statement, quote, subject}`.
+    Quotes,
+    /// `relata.extract` v2: `claims` is an object keyed by sentence handle, each value
+    /// `{subject, statement}` or `null`.
+    Sentences,
+}
+
+impl ExtractShape {
+    /// The shape of a contract's responses; `None` for a contract that is not
+    /// `relata.extract`.
+    pub fn of(contract: &relata_core::Contract) -> Option<ExtractShape> {
+        match (contract.schema_id, contract.version) {
+            ("relata.extract", 1) => Some(ExtractShape::Quotes),
+            ("relata.extract", 2) => Some(ExtractShape::Sentences),
+            _ => None,
+        }
+    }
+}
+
 pub(crate) fn judge_extract(
     config: &GateConfig,
+    shape: ExtractShape,
     source: &str,
     raw: &[u8],
     opinion: Option<&dyn SupportOpinion>,
 ) -> Judgement<ExtractRows> {
     let mut doc = None;
     let parsed = top(raw, &mut doc, ["entities", "claims"]).and_then(|[e, c]| {
-        Ok((
-            array(e, "entities", bounds::MAX_ENTITIES)?,
-            array(c, "claims", bounds::MAX_CLAIMS)?,
-        ))
+        let entities = array(e, "entities", bounds::MAX_ENTITIES)?;
+        let claims = match shape {
+            ExtractShape::Quotes => ClaimRows::Quoted(array(c, "claims", bounds::MAX_CLAIMS)?),
+            ExtractShape::Sentences => ClaimRows::Keyed(keyed(c, "claims", bounds::MAX_CLAIMS)?),
+        };
+        Ok((entities, claims))
     });
     let (entities, claims) = match parsed {
         Ok(x) => x,
         Err(f) => return whole(Task::Extract, f),
     };
 
+    let chunk = Chunk::new(source, config, opinion);
     let mut rows = Vec::with_capacity(entities.len() + claims.len());
     let mut accepted = ExtractRows::default();
     let mut seen = EntitiesSeen::default();
     for (index, v) in entities.iter().enumerate() {
         let mut row = Row::new(config);
-        let result = check_entity(&mut row, v, &seen).map(|found| {
+        let result = check_entity(&mut row, v, &chunk, &seen).map(|found| {
             accepted.entities.push(AcceptedEntity {
                 index,
-                name: found.name.to_owned(),
+                name: found.name,
                 entity_type: found.entity_type,
                 warnings: row.warnings.clone(),
             });
@@ -252,25 +281,39 @@ pub(crate) fn judge_extract(
         rows.push(outcome(RowKind::Entity, index, result, None));
     }
 
-    let claim_source = ClaimSource {
-        text: source,
-        index: (!claims.is_empty()).then(|| SourceIndex::new(source)),
-        support: Support::new(config.support(), source),
-        opinion,
-    };
+    // Entities a claim's subject implies (a name of the chunk the response did not list):
+    // stored after the response's own rows, numbered on from them.
+    let mut implied_index = entities.len();
     let mut seen_claims = ClaimsSeen::default();
-    for (index, v) in claims.iter().enumerate() {
+    for (index, candidate) in claims.iter(&chunk) {
         let mut row = Row::new(config);
-        let result = check_claim(&mut row, v, &claim_source, &seen.by_name, &seen_claims);
+        let result =
+            candidate.and_then(|c| check_claim(&mut row, c, &chunk, &seen.by_name, &seen_claims));
         let span = result.as_ref().ok().map(|found| found.span);
         let result = result.map(|found| {
             let (start, end) = found.span;
-            let (subject, subject_entity_index) = match found.subject_at {
+            let at = match found.subject_at {
+                SubjectAt::Entity(at) => Some(at),
+                SubjectAt::Unlinked => None,
+                SubjectAt::Implied => {
+                    accepted.entities.push(AcceptedEntity {
+                        index: implied_index,
+                        name: found.subject.clone(),
+                        entity_type: EntityType::Other,
+                        warnings: Vec::new(),
+                    });
+                    implied_index += 1;
+                    let at = accepted.entities.len() - 1;
+                    seen.record((lower(&collapse(&found.subject)), EntityType::Other), at);
+                    Some(at)
+                }
+            };
+            let (subject, subject_entity_index) = match at {
                 Some(at) => {
                     let e = &accepted.entities[at];
                     (e.name.clone(), Some(e.index))
                 }
-                None => (found.subject.to_owned(), None),
+                None => (found.subject.clone(), None),
             };
             seen_claims.record(found.key);
             accepted.claims.push(AcceptedClaim {
@@ -296,6 +339,254 @@ pub(crate) fn judge_extract(
     }
 }
 
+/// The fields of an object keyed by sentence handle (`relata.extract` v2's `claims`), in
+/// response order: a repeated key is refused, and more than `max` entries.
+fn keyed<'j, 'a>(
+    v: &'j Json<'a>,
+    name: &str,
+    max: usize,
+) -> Result<&'j [(std::borrow::Cow<'a, str>, Json<'a>)], Fail> {
+    let Json::Object(obj) = v else {
+        return fail(
+            Reason::Schema,
+            format!("{name:?} is {}, not an object", v.type_name()),
+        );
+    };
+    if let Some(k) = &obj.duplicate {
+        return fail(
+            Reason::Schema,
+            format!("{name:?} repeats the key {}", excerpt(k, 40)),
+        );
+    }
+    if obj.entries.len() > max {
+        return fail(
+            Reason::Schema,
+            format!(
+                "{name:?} has {} entries, over the bound of {max}",
+                obj.entries.len()
+            ),
+        );
+    }
+    Ok(&obj.entries)
+}
+
+/// The claim rows of a response, as each contract writes them.
+enum ClaimRows<'j, 'a> {
+    Quoted(&'j [Json<'a>]),
+    Keyed(&'j [(std::borrow::Cow<'a, str>, Json<'a>)]),
+}
+
+impl<'j, 'a> ClaimRows<'j, 'a> {
+    fn len(&self) -> usize {
+        match self {
+            ClaimRows::Quoted(rows) => rows.len(),
+            ClaimRows::Keyed(rows) => rows.len(),
+        }
+    }
+
+    /// Each row with its position in the response, decoded to what every claim is judged
+    /// from, or why it cannot be (its shape, an unknown handle). A `null` sentence is no
+    /// row (and keeps its position).
+    fn iter<'c>(
+        &self,
+        chunk: &'c Chunk<'_>,
+    ) -> Box<dyn Iterator<Item = (usize, Result<ClaimInput<'j>, Fail>)> + 'c>
+    where
+        'j: 'c,
+    {
+        match *self {
+            ClaimRows::Quoted(rows) => {
+                Box::new(rows.iter().map(|v| quoted_claim(v, chunk)).enumerate())
+            }
+            ClaimRows::Keyed(rows) => Box::new(
+                rows.iter()
+                    .enumerate()
+                    .filter(|(_, (_, v))| !matches!(v, Json::Null))
+                    .map(|(i, (k, v))| (i, keyed_claim(k, v, chunk))),
+            ),
+        }
+    }
+}
+
+/// A claim as every contract gives it: the statement and subject as the model wrote them
+/// and where its source is.
+struct ClaimInput<'j> {
+    statement: &'j str,
+    subject: &'j str,
+    source: SourceRef<'j>,
+}
+
+/// A claim's source as the response names it.
+enum SourceRef<'j> {
+    /// A quote copied from the chunk (v1), to be found in it.
+    Quote(&'j str),
+    /// A sentence of the chunk named by its handle (v2): its byte span.
+    Sentence((usize, usize)),
+}
+
+/// A v1 claim: `{statement, quote, subject}`.
+fn quoted_claim<'j>(v: &'j Json<'_>, _chunk: &Chunk<'_>) -> Result<ClaimInput<'j>, Fail> {
+    let [statement, quote, subject] = fields(v, "the claim", ["statement", "quote", "subject"])?;
+    let statement = string(statement, "statement", bounds::STATEMENT_MAX_CHARS)?;
+    let quote = string(quote, "quote", bounds::QUOTE_MAX_CHARS)?;
+    let subject = string(subject, "subject", bounds::NAME_MAX_CHARS)?;
+    Ok(ClaimInput {
+        statement,
+        subject,
+        source: SourceRef::Quote(quote),
+    })
+}
+
+/// A v2 claim: its key a sentence handle that was sent, its value `{subject, statement}`.
+fn keyed_claim<'j>(key: &str, v: &'j Json<'_>, chunk: &Chunk<'_>) -> Result<ClaimInput<'j>, Fail> {
+    // Structural (guarantee 6): a handle resolves only to a sentence that was shown.
+    let span = match SourceHandle::parse(key) {
+        Ok(h) => match chunk.sentences.get(h.index()) {
+            Some(&span) => span,
+            None => {
+                return fail(
+                    Reason::UnknownHandle,
+                    format!(
+                        "{} names no sentence of the chunk (it has {})",
+                        excerpt(key, 12),
+                        chunk.sentences.len()
+                    ),
+                );
+            }
+        },
+        Err(_) => {
+            return fail(
+                Reason::UnknownHandle,
+                format!("{} is not a sentence handle", excerpt(key, 12)),
+            );
+        }
+    };
+    let [subject, statement] = fields(v, "the claim", ["subject", "statement"])?;
+    let subject = string(subject, "subject", bounds::NAME_MAX_CHARS)?;
+    let statement = string(statement, "statement", bounds::STATEMENT_MAX_CHARS)?;
+    Ok(ClaimInput {
+        statement,
+        subject,
+        source: SourceRef::Sentence(span),
+    })
+}
+
+/// The chunk every row of one response is judged against.
+struct Chunk<'s> {
+    text: &'s str,
+    index: SourceIndex<'s>,
+    /// The chunk's sentences as handles number them ([`relata_core::sentences::handled`]).
+    sentences: Vec<(usize, usize)>,
+    support: Support,
+    opinion: Option<&'s dyn SupportOpinion>,
+    names: std::cell::OnceCell<Vec<String>>,
+}
+
+impl<'s> Chunk<'s> {
+    fn new(
+        text: &'s str,
+        config: &'s GateConfig,
+        opinion: Option<&'s dyn SupportOpinion>,
+    ) -> Chunk<'s> {
+        Chunk {
+            text,
+            index: SourceIndex::new(text),
+            sentences: relata_core::sentences::handled(text),
+            support: Support::new(config.support()),
+            opinion,
+            names: std::cell::OnceCell::new(),
+        }
+    }
+
+    /// Where `name` stands in the chunk as a whole word (after the quote normalisation),
+    /// as written or with its first letter's case changed ("Electrons" / "electrons"):
+    /// the chunk's own spelling at those offsets is the name that is stored.
+    fn find_name(&self, name: &str) -> Option<(usize, usize)> {
+        let n = collapse(name);
+        let mut chars = n.chars();
+        let head = chars.next()?;
+        let flipped: String = if head.is_uppercase() {
+            head.to_lowercase().chain(chars).collect()
+        } else {
+            head.to_uppercase().chain(chars).collect()
+        };
+        [n.as_str(), flipped.as_str()]
+            .into_iter()
+            .find_map(|n| self.index.find_word_normalised(n))
+    }
+}
+
+/// What a source that refers back may be read with: the opening noun phrases of the
+/// sentences before it that it refers to, nearest first, and where each sentence starts.
+struct Context {
+    phrases: Vec<String>,
+    starts: Vec<usize>,
+}
+
+/// How many sentences back a referring opening is followed ("X is … It was … It is …").
+const CONTEXT_SENTENCES: usize = 2;
+
+impl Chunk<'_> {
+    /// What the source at `start..end` may be read with. A source that starts inside a
+    /// sentence (a quote of its second half) is read with that sentence's subject; a
+    /// sentence of the source that opens with a reference back (a pronoun, "this method",
+    /// "the film") is read with the subjects of the sentences just before it: the one
+    /// before, and the one before that while each also refers back, up to
+    /// [`CONTEXT_SENTENCES`], and last with the chunk's first sentence's subject.
+    fn context_of(&self, start: usize, end: usize) -> Option<Context> {
+        let mut context = Context {
+            phrases: Vec::new(),
+            starts: Vec::new(),
+        };
+        let add = |context: &mut Context, s: usize, e: usize| {
+            let sentence = &self.text[s..e];
+            let r = crate::clause::read(sentence);
+            if r.np.1 > r.np.0 && !context.starts.contains(&s) {
+                context.phrases.push(sentence[r.np.0..r.np.1].to_owned());
+                context.starts.push(s);
+            }
+            r.refers_back()
+        };
+        let mut referred = false;
+        for (j, &(s, e)) in self.sentences.iter().enumerate() {
+            if e <= start || s >= end {
+                continue;
+            }
+            if s < start {
+                // The quote begins after this sentence's opening: its subject is the
+                // nearest referent (and may itself refer back).
+                if !add(&mut context, s, e) {
+                    continue;
+                }
+            } else if !crate::clause::leans_back(&self.text[s..e]) {
+                continue;
+            }
+            referred = true;
+            for &(ps, pe) in self.sentences[..j].iter().rev().take(CONTEXT_SENTENCES) {
+                if !add(&mut context, ps, pe) {
+                    break;
+                }
+            }
+        }
+        // The chunk's opening subject (its topic: "William Shakespeare was …") is what a
+        // "he" or "it" three sentences on most often means; it is read last.
+        if referred
+            && let Some(&(s, e)) = self.sentences.first()
+            && s < start
+        {
+            add(&mut context, s, e);
+        }
+        (!context.phrases.is_empty()).then_some(context)
+    }
+
+    /// The chunk's names ([`relata_core::names::candidates`]), in order of appearance:
+    /// computed once per response, on first need.
+    fn names(&self) -> &[String] {
+        self.names
+            .get_or_init(|| relata_core::names::candidates(self.text, None))
+    }
+}
+
 /// The entities accepted so far in one response, as later rows are judged against them.
 #[derive(Default)]
 struct EntitiesSeen {
@@ -313,18 +604,20 @@ impl EntitiesSeen {
 }
 
 /// An entity row that passed every check.
-struct EntityFound<'j> {
-    name: &'j str,
+struct EntityFound {
+    /// The chunk's own spelling of the name (the model's when `name_found` is off).
+    name: String,
     entity_type: EntityType,
     /// Normalised, lowercased name and type: what makes two entities the same.
     key: (String, EntityType),
 }
 
-fn check_entity<'j>(
+fn check_entity(
     row: &mut Row<'_>,
-    v: &'j Json<'_>,
+    v: &Json<'_>,
+    chunk: &Chunk<'_>,
     seen: &EntitiesSeen,
-) -> Result<EntityFound<'j>, Fail> {
+) -> Result<EntityFound, Fail> {
     let [name, ty] = fields(v, "the entity", ["name", "type"])?;
     let name = string(name, "name", bounds::NAME_MAX_CHARS)?;
     let ty = string(ty, "type", usize::MAX)?;
@@ -333,26 +626,32 @@ fn check_entity<'j>(
     row.check(Check::Degenerate, Reason::Degenerate, || {
         degenerate(&n_name, bounds::NAME_MIN_CHARS, 1).map(|d| format!("name: {d}"))
     })?;
-    let key = (lower(&n_name), ty);
+    let mut stored = name.to_owned();
+    if row.enabled(Check::NameFound) {
+        let found = chunk.find_name(name);
+        if let Some((s, e)) = found {
+            stored = chunk.text[s..e].to_owned();
+        }
+        row.check(Check::NameFound, Reason::NameNotFound, || {
+            found.is_none().then(|| {
+                format!(
+                    "name {} is not in the chunk (as a whole word, after NFC and whitespace collapsing)",
+                    excerpt(name, 40)
+                )
+            })
+        })?;
+    }
+    let key = (lower(&collapse(&stored)), ty);
     row.check(Check::NoDuplicate, Reason::Duplicate, || {
         seen.keys
             .contains(&key)
             .then(|| format!("repeats an earlier entity {} ({ty})", excerpt(name, 40)))
     })?;
     Ok(EntityFound {
-        name,
+        name: stored,
         entity_type: ty,
         key,
     })
-}
-
-/// What every claim of one response is judged against.
-struct ClaimSource<'s> {
-    text: &'s str,
-    /// Built only when the response has claims.
-    index: Option<SourceIndex<'s>>,
-    support: Support<'s>,
-    opinion: Option<&'s dyn SupportOpinion>,
 }
 
 /// The claims accepted so far: quote span -> normalised lowercased statements.
@@ -377,34 +676,45 @@ struct ClaimKey {
     statement: String,
 }
 
+/// Which entity a claim's subject is.
+enum SubjectAt {
+    /// The accepted entity at this index (among the accepted entities).
+    Entity(usize),
+    /// A name of the chunk the response did not list: it becomes an entity of its own.
+    Implied,
+    /// Neither (the `subject_known` check demoted or off): the claim links to no entity.
+    Unlinked,
+}
+
 /// A claim row that passed every check.
 struct ClaimFound<'j> {
     statement: &'j str,
-    subject: &'j str,
-    /// Byte offsets of the quote in the source.
+    /// The subject as stored: the accepted entity's name, or the chunk's own spelling.
+    subject: String,
+    /// Byte offsets of the stored quote in the chunk: the source, extended back over the
+    /// sentences its referring words were read with.
     span: (usize, usize),
-    /// Index (among the accepted entities) of the entity the subject names, when the
-    /// subject check ran and found one.
-    subject_at: Option<usize>,
+    subject_at: SubjectAt,
     key: ClaimKey,
 }
 
 fn check_claim<'j>(
     row: &mut Row<'_>,
-    v: &'j Json<'_>,
-    source: &ClaimSource<'_>,
+    claim: ClaimInput<'j>,
+    chunk: &Chunk<'_>,
     entities_by_name: &HashMap<String, usize>,
     seen: &ClaimsSeen,
 ) -> Result<ClaimFound<'j>, Fail> {
-    let [statement, quote, subject] = fields(v, "the claim", ["statement", "quote", "subject"])?;
-    let statement = string(statement, "statement", bounds::STATEMENT_MAX_CHARS)?;
-    let quote = string(quote, "quote", bounds::QUOTE_MAX_CHARS)?;
-    let subject = string(subject, "subject", bounds::NAME_MAX_CHARS)?;
-    let (n_statement, n_quote, n_subject) = (
-        collapse_cow(statement),
-        collapse_cow(quote),
-        collapse_cow(subject),
-    );
+    let ClaimInput {
+        statement,
+        subject,
+        source,
+    } = claim;
+    let (n_statement, n_subject) = (collapse_cow(statement), collapse_cow(subject));
+    let n_quote = match source {
+        SourceRef::Quote(q) => Some(collapse_cow(q)),
+        SourceRef::Sentence(_) => None,
+    };
     row.check(Check::Degenerate, Reason::Degenerate, || {
         degenerate(
             &n_statement,
@@ -413,58 +723,117 @@ fn check_claim<'j>(
         )
         .map(|d| format!("statement: {d}"))
         .or_else(|| {
-            degenerate(&n_quote, bounds::QUOTE_MIN_CHARS, bounds::QUOTE_MIN_WORDS)
+            let q = n_quote.as_deref()?;
+            degenerate(q, bounds::QUOTE_MIN_CHARS, bounds::QUOTE_MIN_WORDS)
                 .map(|d| format!("quote: {d}"))
         })
         .or_else(|| {
             degenerate(&n_subject, bounds::NAME_MIN_CHARS, 1).map(|d| format!("subject: {d}"))
         })
     })?;
-    // Structural (guarantee 5): always enabled, always rejecting.
-    let span = source
-        .index
-        .as_ref()
-        .and_then(|ix| ix.find_normalised(&n_quote));
-    let Some((start, end)) = span else {
-        return fail(
-            Reason::QuoteNotFound,
-            format!(
-                "quote {} is not in the source (after NFC and whitespace collapsing)",
-                excerpt(quote, 60)
-            ),
-        );
+    let (start, end) = match source {
+        SourceRef::Sentence(span) => span,
+        // Structural (guarantee 5): always enabled, always rejecting.
+        SourceRef::Quote(quote) => {
+            match chunk.index.find_normalised(&n_quote.unwrap_or_default()) {
+                Some(span) => span,
+                None => {
+                    return fail(
+                        Reason::QuoteNotFound,
+                        format!(
+                            "quote {} is not in the source (after NFC and whitespace collapsing)",
+                            excerpt(quote, 60)
+                        ),
+                    );
+                }
+            }
+        }
     };
-    let found_quote = &source.text[start..end];
+    let mut reading = crate::clause::read(statement);
+    // A definite phrase naming one of the chunk's names is a name, not a reference back:
+    // "The action film is a film genre …", "The essential characteristic of the accordion
+    // is …" in the articles on them.
+    if let Opening::Definite(phrase) = &reading.opening
+        && chunk
+            .names()
+            .iter()
+            .any(|n| crate::clause::names_in(phrase, n))
+    {
+        reading.opening = Opening::Subject;
+    }
+    row.check(Check::Standalone, Reason::NotStandalone, || {
+        not_standalone(&reading.opening, statement)
+    })?;
+    let found_quote = &chunk.text[start..end];
+    // The sentences before the source that its referring opening may be read with.
+    let context = chunk.context_of(start, end);
+    let mut quote_start = start;
     row.check(Check::Supported, Reason::Unsupported, || {
+        // The statement restates the source's main clause, whose subject refers back: the
+        // statement must say what that subject is ("It is bordered by Rajasthan …" is
+        // not about Rajasthan).
+        let source = crate::clause::read(found_quote);
+        let source_refers = matches!(
+            source.opening,
+            Opening::Pronoun(_) | Opening::Pointing(_) | Opening::Definite(_)
+        );
+        let same_clause = source.verb.is_some() && source.verb == reading.verb;
         let claim = ClaimText {
             statement,
             quote: found_quote,
-            subject,
-            quote_start: start,
+            context: context.as_ref().map(|c| c.phrases.as_slice()).unwrap_or(&[]),
+            referent_required: source_refers && same_clause && !reading.refers_back(),
         };
-        source.support.unsupported(claim).or_else(|| {
-            source.opinion.and_then(|o| {
-                o.unsupported(statement, found_quote)
-                    .map(|d| format!("second opinion: {d}"))
-            })
+        // The source's subject refers back, and the statement (which names its own) took
+        // nothing from what it refers to: its subject may be a name the source only
+        // mentions.
+        let borrowed = || source_refers && !reading.refers_back() && context.is_some();
+        match chunk.support.unsupported(claim) {
+            Err(detail) => Some(detail),
+            Ok(None) if borrowed() => {
+                // 11. A name the source mentions is not what it says this of: "It is
+                // regarded, with Anna Karenina, as …" is not about Anna Karenina.
+                let np = &statement[reading.np.0..reading.np.1];
+                crate::clause::mentioned_only(np, found_quote).map(|name| {
+                    format!(
+                        "the quote's subject refers back, and {} is only mentioned in it, not what it says this of",
+                        excerpt(&name, 40)
+                    )
+                })
+            }
+            Ok(used) => {
+                if let Some(k) = used
+                    && let Some(c) = &context
+                {
+                    quote_start = c.starts[..=k].iter().copied().fold(start, usize::min);
+                }
+                chunk.opinion.and_then(|o| {
+                    o.unsupported(statement, &chunk.text[quote_start..end])
+                        .map(|d| format!("second opinion: {d}"))
+                })
+            }
+        }
+    })?;
+    let listed = entities_by_name.get(&lower(&n_subject)).copied();
+    let in_chunk = listed.is_none().then(|| chunk.find_name(subject)).flatten();
+    let (subject_at, stored_subject) = match (listed, in_chunk) {
+        (Some(at), _) => (SubjectAt::Entity(at), subject.to_owned()),
+        (None, Some((s, e))) => (SubjectAt::Implied, chunk.text[s..e].to_owned()),
+        (None, None) => (SubjectAt::Unlinked, subject.to_owned()),
+    };
+    row.check(Check::SubjectKnown, Reason::UnknownSubject, || {
+        matches!(subject_at, SubjectAt::Unlinked).then(|| {
+            format!(
+                "subject {} is neither an accepted entity of this response nor a name in the chunk",
+                excerpt(subject, 40)
+            )
         })
     })?;
-    let mut subject_at = None;
-    if row.enabled(Check::SubjectKnown) {
-        subject_at = entities_by_name.get(&lower(&n_subject)).copied();
-        // A subject the response did not list as an entity is still known when the
-        // claim's own quote names it: the claim is kept, linked to no entity.
-        row.check(Check::SubjectKnown, Reason::UnknownSubject, || {
-            (subject_at.is_none() && !source.support.named_in(subject, found_quote)).then(|| {
-                format!(
-                    "subject {} is neither an accepted entity of this response nor named in the quote",
-                    excerpt(subject, 40)
-                )
-            })
-        })?;
-    }
+    row.check(Check::SubjectTopic, Reason::WrongSubject, || {
+        wrong_subject(&reading, statement, subject, chunk)
+    })?;
     let key = ClaimKey {
-        span: (start, end),
+        span: (quote_start, end),
         statement: lower(&n_statement),
     };
     row.check(Check::NoDuplicate, Reason::Duplicate, || {
@@ -473,7 +842,7 @@ fn check_claim<'j>(
     })?;
     let setting = row.config.setting(Check::FigureInQuote);
     if setting.enabled
-        && let Some(detail) = figures_not_in(statement, found_quote)
+        && let Some(detail) = figures_not_in(statement, &chunk.text[quote_start..end])
     {
         match setting.severity {
             Severity::Warn => row.warnings.push(Finding {
@@ -487,11 +856,80 @@ fn check_claim<'j>(
     }
     Ok(ClaimFound {
         statement,
-        subject,
-        span: (start, end),
+        subject: stored_subject,
+        span: (quote_start, end),
         subject_at,
         key,
     })
+}
+
+/// Why `subject` is not what `statement` is about: not named in its opening noun phrase,
+/// or named there only as a modifier or a complement of something else ("Korean" in
+/// "Korean popular culture", "Seurat" in "Seurat's most famous work", "Westminster" in
+/// "The Elizabeth Tower of the Palace of Westminster"); for a statement without a main
+/// clause, a subject it mentions (the fragment describes something else). A statement
+/// whose subject refers back names nothing, so it is left to `standalone`.
+fn wrong_subject(
+    reading: &crate::clause::Reading,
+    statement: &str,
+    subject: &str,
+    chunk: &Chunk<'_>,
+) -> Option<String> {
+    match &reading.opening {
+        Opening::Pronoun(_) | Opening::Pointing(_) | Opening::Definite(_) => None,
+        Opening::NoMainClause(_) => chunk.support.mentions(subject, statement).then(|| {
+            format!(
+                "the statement has no subject of its own, and {} is something it mentions",
+                excerpt(subject, 40)
+            )
+        }),
+        Opening::Subject => {
+            let np = &statement[reading.np.0..reading.np.1];
+            if !chunk.support.names_subject(subject, np, chunk.names()) {
+                return Some(format!(
+                    "subject {} is not named in what the statement is about ({})",
+                    excerpt(subject, 40),
+                    excerpt(np, 60)
+                ));
+            }
+            crate::clause::dependent_in(subject, np).map(|how| {
+                format!(
+                    "subject {} is {how} in what the statement is about ({})",
+                    excerpt(subject, 40),
+                    excerpt(np, 60)
+                )
+            })
+        }
+    }
+}
+
+/// Why a statement cannot be read alone, from how it opens and how it ends.
+fn not_standalone(opening: &Opening, statement: &str) -> Option<String> {
+    if let Some(last) = crate::support::dangling_end(statement) {
+        return Some(format!(
+            "it is cut mid-phrase (it ends on {})",
+            excerpt(last, 24)
+        ));
+    }
+    if let Some(pair) = crate::clause::garbled(statement) {
+        return Some(format!("it is garbled ({})", excerpt(&pair, 30)));
+    }
+    match opening {
+        Opening::Subject => None,
+        Opening::Pronoun(p) => Some(format!(
+            "its subject is the pronoun {}: a reader without the document cannot tell what it is",
+            excerpt(p, 30)
+        )),
+        Opening::Pointing(p) => Some(format!(
+            "its subject {} points back into the document and names nothing",
+            excerpt(p, 40)
+        )),
+        Opening::Definite(p) => Some(format!(
+            "its subject {} names nothing: which one is in the document, not the statement",
+            excerpt(p, 40)
+        )),
+        Opening::NoMainClause(why) => Some(format!("it is not a sentence: {why}")),
+    }
 }
 
 pub(crate) fn judge_classify(

@@ -121,6 +121,7 @@
 //! (that is `truncated`, decided by the caller from `finish_reason`), nor a refusal.
 
 mod answer;
+mod clause;
 mod config;
 mod decode;
 mod gate;
@@ -131,6 +132,7 @@ mod text;
 
 pub use answer::{AcceptedAnswer, AnswerConfig, AnswerJudgement, AnswerRejection, judge_answer};
 pub use config::{CheckSetting, ConfigError, GateConfig};
+pub use gate::ExtractShape;
 pub use outcome::{
     AcceptedClaim, AcceptedEntity, AcceptedRelation, ClassifyRows, ExtractRows, Finding, Judgement,
     Rejection, Report, ReportRow, RowDecision, RowOutcome, RowStatus, Verdict,
@@ -149,9 +151,23 @@ pub struct ClassifyInput {
     pub pairs: BTreeSet<(Handle, Handle)>,
 }
 
-/// Judge a raw extract response against the source text it was asked about.
+/// Judge a raw `relata.extract` v1 response (quotes copied from the chunk) against the
+/// source text it was asked about.
 pub fn judge_extract(config: &GateConfig, source: &str, raw: &[u8]) -> Judgement<ExtractRows> {
-    gate::judge_extract(config, source, raw, None)
+    gate::judge_extract(config, ExtractShape::Quotes, source, raw, None)
+}
+
+/// Judge a raw `relata.extract` response of either contract (`shape`), with an optional
+/// second opinion on support, consulted for every claim the lexical support check
+/// accepted (it can only reject more).
+pub fn judge_extract_as(
+    config: &GateConfig,
+    shape: ExtractShape,
+    source: &str,
+    raw: &[u8],
+    opinion: Option<&dyn SupportOpinion>,
+) -> Judgement<ExtractRows> {
+    gate::judge_extract(config, shape, source, raw, opinion)
 }
 
 /// [`judge_extract`] with a second opinion on support, consulted for every claim the
@@ -162,7 +178,7 @@ pub fn judge_extract_with_opinion(
     raw: &[u8],
     opinion: &dyn SupportOpinion,
 ) -> Judgement<ExtractRows> {
-    gate::judge_extract(config, source, raw, Some(opinion))
+    gate::judge_extract(config, ExtractShape::Quotes, source, raw, Some(opinion))
 }
 
 /// Judge a raw classify response against what the request showed the model.

@@ -324,6 +324,28 @@ impl<'s> SourceIndex<'s> {
     /// candidates the search switches to a full two-way searcher, so a repetitive source
     /// cannot make one quote cost more than linear time.
     pub(crate) fn find_normalised(&self, needle: &str) -> Option<(usize, usize)> {
+        self.find_where(needle, |_, _| true)
+    }
+
+    /// [`find_normalised`](Self::find_normalised) for a match that is a whole word (or
+    /// words) of the original: no letter or digit just before or just after it.
+    pub(crate) fn find_word_normalised(&self, needle: &str) -> Option<(usize, usize)> {
+        let text = self.original;
+        self.find_where(needle, |s, e| {
+            !text[..s]
+                .chars()
+                .next_back()
+                .is_some_and(char::is_alphanumeric)
+                && !text[e..].chars().next().is_some_and(char::is_alphanumeric)
+        })
+    }
+
+    /// The first occurrence of `needle` whose original span `accept` takes.
+    fn find_where(
+        &self,
+        needle: &str,
+        accept: impl Fn(usize, usize) -> bool,
+    ) -> Option<(usize, usize)> {
         if needle.is_empty() {
             return None;
         }
@@ -353,6 +375,7 @@ impl<'s> SourceIndex<'s> {
                 && oe <= self.original.len()
                 && self.original.is_char_boundary(os)
                 && self.original.is_char_boundary(oe)
+                && accept(os, oe)
             {
                 return Some((os, oe));
             }

@@ -105,10 +105,16 @@ const STOPWORDS: &[&str] = &[
     "as",
     "at",
     "be",
-    "became",
+    "came",
+    "come",
+    "comes",
+    "lasted",
+    "lasting",
+    "took",
+    "take",
+    "taken",
+    "takes",
     "because",
-    "become",
-    "becomes",
     "been",
     "before",
     "being",
@@ -129,6 +135,7 @@ const STOPWORDS: &[&str] = &[
     "either",
     "especially",
     "etc",
+    "every",
     "ever",
     "few",
     "for",
@@ -243,10 +250,402 @@ const STOPWORDS: &[&str] = &[
     "sha",
 ];
 
+/// Irregular past forms and their base, so that "won" meets "winner" and "wrote" meets
+/// "writer" (both compared by the base's stem).
+const IRREGULAR: &[(&str, &str)] = &[
+    ("won", "win"),
+    ("led", "lead"),
+    ("wrote", "write"),
+    ("written", "write"),
+    ("built", "build"),
+    ("began", "begin"),
+    ("begun", "begin"),
+    ("fought", "fight"),
+    ("held", "hold"),
+    ("knew", "know"),
+    ("left", "leave"),
+    ("lost", "lose"),
+    ("made", "make"),
+    ("met", "meet"),
+    ("paid", "pay"),
+    ("ran", "run"),
+    ("rose", "rise"),
+    ("risen", "rise"),
+    ("said", "say"),
+    ("saw", "see"),
+    ("seen", "see"),
+    ("sold", "sell"),
+    ("sent", "send"),
+    ("spoke", "speak"),
+    ("spoken", "speak"),
+    ("spent", "spend"),
+    ("stood", "stand"),
+    ("struck", "strike"),
+    ("taught", "teach"),
+    ("told", "tell"),
+    ("thought", "think"),
+    ("wore", "wear"),
+    ("worn", "wear"),
+    ("bore", "bear"),
+    ("born", "bear"),
+    ("drew", "draw"),
+    ("drawn", "draw"),
+    ("drove", "drive"),
+    ("driven", "drive"),
+    ("fell", "fall"),
+    ("fallen", "fall"),
+    ("flew", "fly"),
+    ("flown", "fly"),
+    ("gave", "give"),
+    ("given", "give"),
+    ("grew", "grow"),
+    ("grown", "grow"),
+    ("kept", "keep"),
+    ("sang", "sing"),
+    ("sung", "sing"),
+    ("shot", "shoot"),
+    ("swam", "swim"),
+    ("threw", "throw"),
+    ("thrown", "throw"),
+    ("chose", "choose"),
+    ("chosen", "choose"),
+    ("broke", "break"),
+    ("broken", "break"),
+    ("brought", "bring"),
+    ("bought", "buy"),
+    ("caught", "catch"),
+    ("fed", "feed"),
+    ("felt", "feel"),
+    ("fled", "flee"),
+    ("forgot", "forget"),
+    ("froze", "freeze"),
+    ("hid", "hide"),
+    ("hidden", "hide"),
+    ("meant", "mean"),
+    ("rode", "ride"),
+    ("ridden", "ride"),
+    ("sought", "seek"),
+    ("shook", "shake"),
+    ("stole", "steal"),
+    ("stolen", "steal"),
+    ("swore", "swear"),
+    ("tore", "tear"),
+    ("torn", "tear"),
+    ("understood", "understand"),
+    ("wove", "weave"),
+    ("woven", "weave"),
+    ("withdrew", "withdraw"),
+    ("oversaw", "oversee"),
+    ("undertook", "undertake"),
+    ("underwent", "undergo"),
+    ("overthrew", "overthrow"),
+    ("slew", "slay"),
+];
+
+/// Verbs whose agent nouns ("winner", "leader", "founder", "writer", "ruler") mean the
+/// verb's doer: the noun is compared by the verb's stem, so "won" meets "winner".
+const AGENT_VERBS: &[&str] = &[
+    "win",
+    "lead",
+    "found",
+    "write",
+    "rule",
+    "build",
+    "create",
+    "design",
+    "direct",
+    "produce",
+    "compose",
+    "paint",
+    "teach",
+    "play",
+    "sing",
+    "own",
+    "manufacture",
+    "invent",
+    "discover",
+    "publish",
+    "edit",
+    "command",
+    "govern",
+    "explore",
+    "settle",
+    "conquer",
+    "develop",
+    "perform",
+    "support",
+    "promote",
+    "organize",
+    "organise",
+    "reform",
+    "practice",
+    "preach",
+    "speak",
+    "report",
+    "photograph",
+    "research",
+    "collect",
+];
+
+/// Whether `l` is a verb form a statement cannot swap for another: an irregular past, a
+/// lexicon verb's `-s`, `-ed` or `-ing` form, or any other word of six letters or more in
+/// `-ed` or `-ing` ("reviewed", "hastening").
+fn verb_form(l: &str) -> bool {
+    crate::clause::inflected_verb(l)
+        || (l.len() >= 6
+            && (l.ends_with("ed") || l.ends_with("ing"))
+            && !crate::clause::not_past(l))
+}
+
+/// The base a word is compared by when it is an irregular form or an agent noun of a
+/// verb above; `None` otherwise.
+fn base_of(l: &str) -> Option<&'static str> {
+    if let Some((_, b)) = IRREGULAR.iter().find(|(form, _)| *form == l) {
+        return Some(b);
+    }
+    let noun = l.strip_suffix('s').unwrap_or(l);
+    let stem = noun
+        .strip_suffix("er")
+        .or_else(|| noun.strip_suffix("or"))
+        .filter(|b| b.len() >= 3)?;
+    let undoubled = (stem.len() > 3
+        && stem.as_bytes()[stem.len() - 1] == stem.as_bytes()[stem.len() - 2])
+        .then(|| &stem[..stem.len() - 1]);
+    [Some(stem), undoubled, Some(&noun[..noun.len() - 1])]
+        .into_iter()
+        .flatten()
+        .find_map(|b| AGENT_VERBS.iter().copied().find(|v| *v == b))
+}
+
+/// Words that say the same thing in encyclopedic prose, each compared as the word after
+/// it: a paraphrase may use either ("established in 1209" for "founded in 1209").
+const SYNONYMS: &[(&str, &str)] = &[
+    ("established", "founded"),
+    ("establish", "found"),
+    ("establishes", "founds"),
+    // Verbs of place and role say no more than "is": "lies west of" is "is west of".
+    ("located", "is"),
+    ("situated", "is"),
+    ("lies", "is"),
+    ("lie", "is"),
+    ("lay", "is"),
+    ("lying", "is"),
+    ("sits", "is"),
+    ("stands", "is"),
+    ("stand", "is"),
+    ("serves", "is"),
+    ("serve", "is"),
+    ("served", "is"),
+    ("acts", "is"),
+    ("started", "began"),
+    ("start", "begin"),
+    ("starts", "begins"),
+    ("commenced", "began"),
+    ("happened", "occurred"),
+    ("happen", "occur"),
+    ("happens", "occurs"),
+    ("elected", "voted"),
+    ("chosen", "voted"),
+    ("transformed", "converted"),
+    ("turned", "converted"),
+    ("biggest", "largest"),
+    ("big", "large"),
+    ("huge", "large"),
+    ("approximately", "about"),
+    ("roughly", "about"),
+    ("around", "about"),
+    ("nearly", "about"),
+    ("almost", "about"),
+    ("c", "about"),
+    ("ca", "about"),
+    ("circa", "about"),
+    ("gradually", "slowly"),
+    ("rapidly", "quickly"),
+    ("fast", "quickly"),
+    ("exhibited", "shown"),
+    ("displayed", "shown"),
+    ("worldwide", "world"),
+    ("global", "world"),
+    ("globally", "world"),
+    ("commonly", "often"),
+    ("frequently", "often"),
+    ("usually", "often"),
+    ("famous", "known"),
+    ("renowned", "known"),
+    ("noted", "known"),
+    ("called", "known"),
+    ("titled", "known"),
+    ("named", "known"),
+    ("dubbed", "known"),
+    ("nicknamed", "known"),
+    ("termed", "known"),
+    ("issued", "released"),
+    ("auctioned", "sold"),
+    ("prior", "before"),
+    ("enhance", "improve"),
+    ("enhances", "improves"),
+    ("enhanced", "improved"),
+];
+
+/// The word a synonym is compared as; `None` for a word without one.
+fn synonym_of(l: &str) -> Option<&'static str> {
+    SYNONYMS.iter().find(|(w, _)| *w == l).map(|(_, to)| *to)
+}
+
+/// Words that set a direction, a rank or an order: a statement with one its source lacks
+/// says another thing ("north" for "south", "least" for "most", "largest" for
+/// "smallest"). Compared as written, lowercased.
+const CONTRAST: &[&str] = &[
+    "north",
+    "south",
+    "east",
+    "west",
+    "northeast",
+    "northwest",
+    "southeast",
+    "southwest",
+    "northern",
+    "southern",
+    "eastern",
+    "western",
+    "northward",
+    "southward",
+    "eastward",
+    "westward",
+    "northeastern",
+    "northwestern",
+    "southeastern",
+    "southwestern",
+    "upper",
+    "lower",
+    "inner",
+    "outer",
+    "largest",
+    "smallest",
+    "biggest",
+    "highest",
+    "lowest",
+    "longest",
+    "shortest",
+    "oldest",
+    "youngest",
+    "earliest",
+    "latest",
+    "first",
+    "last",
+    "best",
+    "worst",
+    "greatest",
+    "least",
+    "most",
+    "fewest",
+    "more",
+    "less",
+    "fewer",
+    "greater",
+    "larger",
+    "smaller",
+    "higher",
+    "older",
+    "younger",
+    "earlier",
+    "later",
+    "before",
+    "after",
+    "minimum",
+    "maximum",
+    "only",
+    "second",
+    "third",
+    "fourth",
+    "fifth",
+    "top",
+    "bottom",
+    "above",
+    "below",
+    "inside",
+    "outside",
+    "within",
+    "beyond",
+];
+
+/// Contrast words that place what comes before them: in a statement they must follow the
+/// same word as in the quote ("adherents outside" is not "adherents within").
+const PLACING: &[&str] = &[
+    "outside",
+    "inside",
+    "within",
+    "beyond",
+    "above",
+    "below",
+    "before",
+    "after",
+    "north",
+    "south",
+    "east",
+    "west",
+    "northeast",
+    "northwest",
+    "southeast",
+    "southwest",
+];
+
+/// The first contrast word of `statement` that neither `quote` nor `context` has, or that
+/// places a word the quote places otherwise.
+fn contrast_missing(statement: &str, quote: &str, context: &[String]) -> Option<String> {
+    let words_of =
+        |t: &str| -> Vec<String> { raw_words(t).into_iter().map(|(_, w)| lower(w)).collect() };
+    let quote_words = words_of(quote);
+    let mut pool = quote_words.clone();
+    for c in context {
+        pool.extend(words_of(c));
+    }
+    let same = |w: &str, p: &str| {
+        p == w || synonym_of(w).is_some_and(|s| s == p) || synonym_of(p).is_some_and(|s| s == w)
+    };
+    let statement_words = words_of(statement);
+    statement_words.iter().enumerate().find_map(|(k, w)| {
+        if !CONTRAST.contains(&w.as_str()) {
+            return None;
+        }
+        if !pool.iter().any(|p| same(w, p)) {
+            return Some(w.clone());
+        }
+        // "110 million adherents outside": the word placed must be placed so in the quote
+        // when the quote has it at all.
+        let prev = k.checked_sub(1).map(|p| statement_words[p].as_str())?;
+        let placing = PLACING.contains(&w.as_str()) && !stopword(prev) && prev.len() > 2;
+        let quote_places_prev = quote_words
+            .windows(2)
+            .filter(|q| q[0] == prev)
+            .collect::<Vec<_>>();
+        (placing
+            && !quote_places_prev.is_empty()
+            && !quote_places_prev.iter().any(|q| same(w, &q[1])))
+        .then(|| format!("{prev} {w}"))
+    })
+}
+
 /// Words that negate what follows them.
 const NEGATIONS: &[&str] = &[
-    "not", "no", "never", "none", "nobody", "nothing", "neither", "nor", "nowhere", "without",
-    "cannot", "lacks", "lacked", "lacking",
+    "not",
+    "no",
+    "never",
+    "none",
+    "nobody",
+    "nothing",
+    "neither",
+    "nor",
+    "nowhere",
+    "without",
+    "cannot",
+    "lacks",
+    "lacked",
+    "lacking",
+    "wrongly",
+    "falsely",
+    "mistakenly",
+    "erroneously",
 ];
 
 /// A small multiplicative hasher for the per-response word tables: their keys are words
@@ -326,6 +725,9 @@ struct Word {
     capitalised: bool,
     /// Only digits, or a number word (a figure: judged by rule 1).
     numeric: bool,
+    /// An inflected form of a verb (a past form, or a lexicon verb's `-s`, `-ed` or `-ing`
+    /// form): judged by rule 9.
+    verb: bool,
 }
 
 /// The words of a text and how many negations it holds.
@@ -333,6 +735,8 @@ struct Word {
 struct Words {
     words: Vec<Word>,
     negations: usize,
+    /// Where each negation stands: the index in `words` of the word after it.
+    negation_at: Vec<usize>,
 }
 
 fn stopword(w: &str) -> bool {
@@ -345,6 +749,8 @@ fn stopword(w: &str) -> bool {
 /// need something after them. Deliberately short: a word that can end a clause ("up",
 /// "in" as in "moved in", "that" as in "he said that") is not here.
 const DANGLING_ENDS: &[&str] = &[
+    "most",
+    "least",
     "a",
     "an",
     "the",
@@ -378,7 +784,7 @@ const DANGLING_ENDS: &[&str] = &[
 ];
 
 /// The statement's last word when it cannot end a statement.
-fn dangling_end(statement: &str) -> Option<&str> {
+pub(crate) fn dangling_end(statement: &str) -> Option<&str> {
     let (_, last) = raw_words(statement).pop()?;
     DANGLING_ENDS
         .iter()
@@ -440,8 +846,9 @@ struct Token {
     negated: bool,
     /// A negation word ("not", "never", …).
     negation: bool,
-    /// The word as compared, unless it is a function word, an initial or empty.
-    word: Option<(Rc<str>, bool)>,
+    /// The word as compared (stem, figure, verb), unless it is a function word, an
+    /// initial or empty.
+    word: Option<(Rc<str>, bool, bool)>,
 }
 
 fn token(stemmer: &Stemmer, w: &str) -> Token {
@@ -464,9 +871,14 @@ fn token(stemmer: &Stemmer, w: &str) -> Token {
     // A single letter is an initial ("C. V. Raman") or a split-off remnant, not a word a
     // quote must repeat.
     let single_letter = l.chars().count() == 1 && !l.starts_with(|c: char| c.is_ascii_digit());
-    let word = (!negation && !l.is_empty() && !single_letter && !stopword(&l)).then(|| {
+    // A synonym is compared as the word it stands for, and is a function word when that is.
+    let canon = synonym_of(&l).unwrap_or(&l);
+    let function = stopword(&l) || stopword(canon);
+    let word = (!negation && !l.is_empty() && !single_letter && !function).then(|| {
         let numeric = l.chars().all(|c| c.is_ascii_digit()) || number_word(&l);
-        (Rc::from(stemmer.stem(&l).as_ref()), numeric)
+        let stem = stemmer.stem(base_of(canon).unwrap_or(canon)).into_owned();
+        let verb = !numeric && verb_form(&l);
+        (Rc::from(stem), numeric, verb)
     });
     Token {
         lower: Rc::from(l),
@@ -481,19 +893,28 @@ fn split_words_at(tokens: &dyn Fn(&str) -> Token, text: &str) -> (Words, Vec<usi
     let mut out = Words::default();
     let mut offsets = Vec::new();
     let mut prev_not = false;
+    let mut prev_to = false;
     for (at, w) in raw_words(text) {
         let t = tokens(w);
-        out.negations += usize::from(t.negated);
+        // A base form after "to" is an infinitive: a verb ("to induce ovulation").
+        let infinitive = std::mem::replace(&mut prev_to, &*t.lower == "to")
+            && crate::clause::base_verb(&t.lower);
+        if t.negated {
+            out.negations += 1;
+            out.negation_at.push(out.words.len());
+        }
         if &*t.lower == "only" && prev_not {
             // "not only … but also" affirms: that "not" was no negation.
             out.negations -= 1;
+            out.negation_at.pop();
         }
         prev_not = &*t.lower == "not";
         if t.negation {
             out.negations += 1;
+            out.negation_at.push(out.words.len());
             continue;
         }
-        let Some((stem, numeric)) = t.word else {
+        let Some((stem, numeric, verb)) = t.word else {
             continue;
         };
         out.words.push(Word {
@@ -501,6 +922,7 @@ fn split_words_at(tokens: &dyn Fn(&str) -> Token, text: &str) -> (Words, Vec<usi
             stem,
             capitalised: w.chars().next().is_some_and(char::is_uppercase),
             numeric,
+            verb: verb || (infinitive && !numeric),
         });
         offsets.push(at);
     }
@@ -557,17 +979,15 @@ impl<'w> Pool<'w> {
 
 /// The support check for one response: the stemmer, and the chunk's words, split once
 /// (on first need) for every claim of the response.
-pub(crate) struct Support<'c> {
+pub(crate) struct Support {
     settings: SupportSettings,
     stemmer: Stemmer,
     /// Words already classified and stemmed for this response: the same words recur in
     /// every claim.
     tokens: RefCell<HashMap<Box<str>, Token, Fx>>,
-    chunk: &'c str,
-    chunk_words: std::cell::OnceCell<(Words, Vec<usize>)>,
 }
 
-impl fmt::Debug for Support<'_> {
+impl fmt::Debug for Support {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Support")
             .field("settings", &self.settings)
@@ -575,14 +995,12 @@ impl fmt::Debug for Support<'_> {
     }
 }
 
-impl<'c> Support<'c> {
-    pub(crate) fn new(settings: SupportSettings, chunk: &'c str) -> Self {
+impl Support {
+    pub(crate) fn new(settings: SupportSettings) -> Self {
         Support {
             settings,
             stemmer: Stemmer::create(Algorithm::English),
             tokens: RefCell::new(HashMap::default()),
-            chunk,
-            chunk_words: std::cell::OnceCell::new(),
         }
     }
 
@@ -599,101 +1017,153 @@ impl<'c> Support<'c> {
         split_words_at(&|w| self.token(w), text).0
     }
 
-    fn chunk_words(&self) -> &(Words, Vec<usize>) {
-        self.chunk_words
-            .get_or_init(|| split_words_at(&|w| self.token(w), self.chunk))
+    /// Whether `phrase` (a statement's opening noun phrase) names `subject`: every content
+    /// word of the subject is in it, or the subject's last content word is and the subject
+    /// is the first of the chunk's `names` to end in that word — a surname or a name's head
+    /// standing for the name the chunk gave first ("Curie" for "Marie Curie" when she is
+    /// named before "Pierre Curie"). "film" is not named by "The Academy Awards". Words
+    /// are compared by their lowercased form or stem, never by a shared prefix.
+    pub(crate) fn names_subject(&self, subject: &str, phrase: &str, names: &[String]) -> bool {
+        let subject_words = self.words(subject);
+        let phrase_words = self.words(phrase);
+        if subject_words.words.is_empty() {
+            return lower(&collapse_cow(phrase)).contains(&lower(&collapse_cow(subject)));
+        }
+        if subject_words
+            .words
+            .iter()
+            .all(|w| found_exact(w, &phrase_words.words))
+        {
+            return true;
+        }
+        let head = &subject_words.words[subject_words.words.len() - 1];
+        if !phrase_words.words.iter().any(|p| p.lower == head.lower) {
+            return false;
+        }
+        let first = names.iter().find(|n| {
+            self.words(n)
+                .words
+                .last()
+                .is_some_and(|w| w.lower == head.lower)
+        });
+        first.is_none_or(|n| lower(&collapse_cow(n)) == lower(&collapse_cow(subject)))
     }
 
-    /// Whether every content word of `name` is in `text` (the same word comparison as the
-    /// support check); a name of function words only must occur in `text` as written,
-    /// case-insensitively.
-    pub(crate) fn named_in(&self, name: &str, text: &str) -> bool {
-        let name_words = self.words(name);
-        if name_words.words.is_empty() {
-            return lower(&collapse_cow(text)).contains(&lower(&collapse_cow(name)));
-        }
+    /// Whether `text` mentions `subject`: every content word of it, compared by lowercased
+    /// form or stem.
+    pub(crate) fn mentions(&self, subject: &str, text: &str) -> bool {
+        let subject_words = self.words(subject);
         let text_words = self.words(text);
-        name_words.words.iter().all(|w| found(w, &text_words.words))
+        !subject_words.words.is_empty()
+            && subject_words
+                .words
+                .iter()
+                .all(|w| found_exact(w, &text_words.words))
     }
 }
 
-/// The statement, quote, subject and chunk of one claim, as the check sees them.
+/// The statement and source of one claim, as the check sees them.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct ClaimText<'a> {
     pub statement: &'a str,
+    /// The source: the quote found in the chunk, or the sentence a handle names.
     pub quote: &'a str,
-    pub subject: &'a str,
-    /// The quote's byte offset in the chunk.
-    pub quote_start: usize,
+    /// When the source opens with a reference back ("It was designed …"), the subjects of
+    /// the sentences it refers to, nearest first; empty otherwise.
+    pub context: &'a [String],
+    /// The source's own subject refers back ("It is bordered by …") and the statement's
+    /// does not: the statement must then name what the source's subject stands for
+    /// (rule 8).
+    pub referent_required: bool,
 }
 
-impl Support<'_> {
-    /// Why the quote does not support the statement, or `None` when it does.
-    pub(crate) fn unsupported(&self, claim: ClaimText<'_>) -> Option<String> {
+impl Support {
+    /// Why the source does not support the statement (`Err`), or `Ok` with how far back
+    /// into the context the statement's words were found (`Some(k)`: up to phrase `k`;
+    /// `None`: the source alone supports it).
+    pub(crate) fn unsupported(&self, claim: ClaimText<'_>) -> Result<Option<usize>, String> {
         let settings = &self.settings;
         let statement = self.words(claim.statement);
         let quote = self.words(claim.quote);
-        let subject = self.words(claim.subject);
         let pool = Pool::new(&quote.words);
-
-        // 5. The subject: in the quote, else in the chunk (before the quote: an antecedent).
-        let in_quote = subject.words.iter().all(|w| pool.has(w));
-        let mut excused: Vec<&Word> = Vec::new();
-        if !in_quote {
-            let (chunk, offsets) = self.chunk_words();
-            let before = &chunk.words[..offsets.partition_point(|&at| at < claim.quote_start)];
-            if subject.words.iter().all(|w| found(w, before)) {
-                excused = subject.words.iter().collect();
-            } else if !subject.words.iter().all(|w| found(w, &chunk.words)) {
-                return Some(format!(
-                    "subject {} is not in the quote or its chunk",
-                    excerpt(claim.subject, 40)
-                ));
+        let context: Vec<Words> = claim.context.iter().map(|c| self.words(c)).collect();
+        let used: std::cell::Cell<Option<usize>> = std::cell::Cell::new(None);
+        let note = |k: usize| used.set(Some(used.get().map_or(k, |u| u.max(k))));
+        // A word missing from the source may be one of the referred-to subject's words.
+        let from_context = |w: &Word| -> bool {
+            match context.iter().position(|c| found(w, &c.words)) {
+                Some(k) => {
+                    note(k);
+                    true
+                }
+                None => false,
             }
-        }
-        let is_excused = |w: &Word| {
-            excused
-                .iter()
-                .any(|e| e.stem == w.stem || e.lower == w.lower)
         };
 
         // 6. A statement cut mid-phrase.
         if let Some(last) = dangling_end(claim.statement) {
-            return Some(format!(
+            return Err(format!(
                 "the statement ends on {} and so is cut mid-phrase",
                 excerpt(last, 24)
             ));
         }
         // 7. A word repeated in a loop.
         if let Some((word, times, in_quote)) = stutter(&statement.words, &quote.words) {
-            return Some(format!(
+            return Err(format!(
                 "the statement repeats {} {times} times, its quote {in_quote}",
                 excerpt(word, 24)
             ));
         }
-        // 1. Figures.
+        // 1. Figures: in the source, or in the subject it refers to.
         if let Some(detail) = figures_not_in(claim.statement, claim.quote) {
-            return Some(detail);
+            let with: String = std::iter::once(claim.quote)
+                .chain(claim.context.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" ");
+            if claim.context.is_empty() || figures_not_in(claim.statement, &with).is_some() {
+                return Err(detail);
+            }
+            note(claim.context.len() - 1);
         }
         // 4. Negation on one side only.
-        if (statement.negations > 0) != (quote.negations > 0) {
+        // A negation in the quote counts where the statement's words are drawn from (two
+        // words either side of them): "… and is never found in nature" does not negate
+        // "is almost always found with lanthanides" earlier in the same sentence.
+        let drawn: Vec<usize> = statement
+            .words
+            .iter()
+            .filter_map(|w| {
+                quote
+                    .words
+                    .iter()
+                    .position(|q| q.lower == w.lower || q.stem == w.stem)
+            })
+            .collect();
+        let quote_negated = match (drawn.iter().min(), drawn.iter().max()) {
+            (Some(&lo), Some(&hi)) => quote
+                .negation_at
+                .iter()
+                .any(|&at| at + 2 >= lo && at <= hi + 2),
+            _ => quote.negations > 0,
+        };
+        if (statement.negations > 0) != quote_negated {
             let side = if statement.negations > 0 {
                 "the statement is negated and its quote is not"
             } else {
                 "the quote is negated and the statement is not"
             };
-            return Some(side.to_owned());
+            return Err(side.to_owned());
         }
         // 1b. Numbers written as words, all required.
         let missing_numbers: Vec<&str> = statement
             .words
             .iter()
             .filter(|w| number_word(&w.lower))
-            .filter(|w| !quote.words.iter().any(|q| q.lower == w.lower))
+            .filter(|w| !quote.words.iter().any(|q| q.lower == w.lower) && !from_context(w))
             .map(|w| &*w.lower)
             .collect();
         if !missing_numbers.is_empty() {
-            return Some(format!(
+            return Err(format!(
                 "number(s) in the statement not in the quote: {}",
                 missing_numbers
                     .iter()
@@ -706,15 +1176,16 @@ impl Support<'_> {
         let mut missing_names: Vec<&str> = Vec::new();
         let mut missing: Vec<&str> = Vec::new();
         let mut ordinary = 0usize;
-        for w in statement
-            .words
-            .iter()
-            .filter(|w| !w.numeric && !is_excused(w))
-        {
-            let here = pool.has(w);
+        let mut missing_verbs: Vec<&str> = Vec::new();
+        for w in statement.words.iter().filter(|w| !w.numeric) {
+            let here = pool.has(w) || from_context(w);
             if w.capitalised {
                 if !here {
                     missing_names.push(&w.lower);
+                }
+            } else if w.verb {
+                if !here {
+                    missing_verbs.push(&w.lower);
                 }
             } else {
                 ordinary += 1;
@@ -731,15 +1202,35 @@ impl Support<'_> {
                 .join(", ")
         };
         if !missing_names.is_empty() {
-            return Some(format!(
-                "name(s) in the statement not in the quote: {}",
+            let whence = if claim.context.is_empty() {
+                ""
+            } else {
+                " nor in the subject it refers back to"
+            };
+            return Err(format!(
+                "name(s) in the statement not in the quote{whence}: {}",
                 list(&missing_names)
+            ));
+        }
+        // 9. Verbs, all required: the verb is the relation ("designed", "destroyed").
+        if !missing_verbs.is_empty() {
+            return Err(format!(
+                "verb(s) in the statement not in the quote: {}",
+                list(&missing_verbs)
+            ));
+        }
+        // 10. Words that set a direction or a rank ("north", "largest", "least"), all
+        // required: one of them swapped is another fact.
+        if let Some(w) = contrast_missing(claim.statement, claim.quote, claim.context) {
+            return Err(format!(
+                "{} in the statement is not in the quote",
+                excerpt(&w, 24)
             ));
         }
         if ordinary > 0 {
             let share = (ordinary - missing.len()) as f64 / ordinary as f64;
             if share < settings.min_share {
-                return Some(format!(
+                return Err(format!(
                     "statement words not in the quote: {} ({} of {} found; {:.0}% required)",
                     list(&missing),
                     ordinary - missing.len(),
@@ -748,22 +1239,112 @@ impl Support<'_> {
                 ));
             }
         }
-        None
+        // 12. A near copy with one content word swapped ("seven are core electrons" for
+        // "seven are valence electrons").
+        if let Some((said, was)) = swapped_word(&statement.words, &quote.words) {
+            return Err(format!(
+                "the statement copies its quote with {} in place of {}",
+                excerpt(&said, 24),
+                excerpt(&was, 24)
+            ));
+        }
+        // 8. The referent: "It is bordered by Rajasthan …" does not make Rajasthan the
+        // thing that is bordered.
+        if claim.referent_required
+            && !context.is_empty()
+            && !statement
+                .words
+                .iter()
+                .any(|w| !w.numeric && context.iter().any(|c| found_exact(w, &c.words)))
+        {
+            return Err(format!(
+                "the quote's subject refers back and the statement does not name what it refers to ({})",
+                excerpt(&claim.context.join("; "), 60)
+            ));
+        }
+        Ok(used.get())
     }
+}
+
+/// In a statement that copies its quote (at least four of every five of its content words
+/// in the quote's order), a content word standing where the quote has a different one,
+/// between the same neighbours: `(statement's word, quote's word)`.
+fn swapped_word(statement: &[Word], quote: &[Word]) -> Option<(String, String)> {
+    let (n, m) = (statement.len(), quote.len());
+    if n < 3 || m == 0 || n * m > 40_000 {
+        return None;
+    }
+    let same = |a: &Word, b: &Word| a.lower == b.lower || a.stem == b.stem;
+    // Longest common subsequence, by dynamic programming over the two word lists.
+    let mut dp = vec![vec![0u16; m + 1]; n + 1];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            dp[i][j] = if same(&statement[i], &quote[j]) {
+                dp[i + 1][j + 1] + 1
+            } else {
+                dp[i + 1][j].max(dp[i][j + 1])
+            };
+        }
+    }
+    let aligned = dp[0][0] as usize;
+    if aligned * 5 < n * 4 {
+        return None;
+    }
+    // Walk the alignment; a gap of one statement word against one quote word between two
+    // aligned words is a swap.
+    let (mut i, mut j) = (0, 0);
+    let mut anchored = false;
+    while i < n && j < m {
+        if same(&statement[i], &quote[j]) {
+            i += 1;
+            j += 1;
+            anchored = true;
+        } else if dp[i + 1][j] >= dp[i][j + 1] {
+            // statement[i] unaligned: a swap when the quote also skips exactly one word here
+            // and both sides meet again right after.
+            let next_meets = i + 1 < n
+                && j + 1 < m
+                && same(&statement[i + 1], &quote[j + 1])
+                && !same(&statement[i], &quote[j]);
+            // Names are rule 2's: a name put for "the country" comes from the context.
+            let ordinary = |w: &Word| !w.numeric && !w.capitalised;
+            if anchored && next_meets && ordinary(&statement[i]) && ordinary(&quote[j]) {
+                return Some((statement[i].lower.to_string(), quote[j].lower.to_string()));
+            }
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    None
+}
+
+/// Whether `w` is among `pool` by its lowercased form or its stem (no shared prefix).
+fn found_exact(w: &Word, pool: &[Word]) -> bool {
+    pool.iter().any(|p| p.lower == w.lower || p.stem == w.stem)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    /// The check as the gate runs it: a quote that refers back is read with the subject
+    /// when the chunk names it before the quote.
     fn judge(statement: &str, quote: &str, subject: &str, chunk: &str) -> Option<String> {
-        let quote_start = chunk.find(quote).expect("quote in chunk");
-        Support::new(SupportSettings::default(), chunk).unsupported(ClaimText {
-            statement,
-            quote,
-            subject,
-            quote_start,
-        })
+        let at = chunk.find(quote).expect("quote in chunk");
+        let refers = crate::clause::read(quote).refers_back();
+        let context: Vec<String> = (refers && chunk[..at].contains(subject))
+            .then(|| subject.to_owned())
+            .into_iter()
+            .collect();
+        Support::new(SupportSettings::default())
+            .unsupported(ClaimText {
+                statement,
+                quote,
+                context: &context,
+                referent_required: false,
+            })
+            .err()
     }
 
     const CURIE: &str = "Marie Curie was a Polish and naturalised-French physicist and chemist. \
@@ -825,10 +1406,7 @@ mod tests {
             CURIE,
         )
         .unwrap();
-        assert!(
-            d.contains("\"taught\"") && d.contains("\"mathematics\""),
-            "{d}"
-        );
+        assert!(d.contains("\"taught\""), "{d}");
         let d = judge(
             "Pierre Curie was a Polish physicist.",
             q,
@@ -836,7 +1414,7 @@ mod tests {
             CURIE,
         )
         .unwrap();
-        assert!(d.contains("Pierre"), "{d}");
+        assert!(d.contains("\"pierre\""), "{d}");
     }
 
     #[test]
@@ -932,7 +1510,7 @@ mod tests {
             chunk,
         )
         .unwrap();
-        assert!(d.contains("not in the quote or its chunk"), "{d}");
+        assert!(d.contains("isaac"), "{d}");
     }
 
     #[test]

@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use relata_core::{Check, Handle, Reason, RowKind, Task};
 use relata_validate::{
-    CheckSetting, ClassifyInput, GateConfig, RowOutcome, RowStatus, judge_classify, judge_extract,
+    CheckSetting, ClassifyInput, ExtractShape, GateConfig, RowOutcome, RowStatus, judge_classify,
+    judge_extract_as,
 };
 use serde::Deserialize;
 use serde_json::Value;
@@ -40,6 +41,11 @@ struct Case {
     quotes: Option<Vec<String>>,
     spans: Option<Vec<[usize; 2]>>,
     subjects: Option<Vec<String>>,
+    /// Every accepted entity, as `name/type`, those a claim's subject implied included.
+    entities: Option<Vec<String>>,
+    /// `sentences` for a `relata.extract` v2 response (claims keyed by sentence handle);
+    /// v1 otherwise.
+    shape: Option<String>,
 }
 
 fn corpus() -> Corpus {
@@ -172,8 +178,24 @@ fn every_case_is_judged_as_expected() {
         let source = case.source.as_deref().unwrap_or(&corpus.source);
         let (report, rows, claims) = match case.task {
             Task::Extract => {
-                let j = judge_extract(&config, source, &raw);
+                let shape = match case.shape.as_deref() {
+                    None => ExtractShape::Quotes,
+                    Some("sentences") => ExtractShape::Sentences,
+                    Some(other) => panic!("{}: shape {other:?}", case.name),
+                };
+                let j = judge_extract_as(&config, shape, source, &raw, None);
                 let claims: Vec<_> = j.accepted().claims().to_vec();
+                if let Some(want) = &case.entities {
+                    let got: Vec<String> = j
+                        .accepted()
+                        .entities()
+                        .iter()
+                        .map(|e| format!("{}/{}", e.name(), e.entity_type()))
+                        .collect();
+                    if &got != want {
+                        failures.push(format!("{}:\n    entities {got:?} != {want:?}", case.name));
+                    }
+                }
                 (j.report(), j.rows().to_vec(), claims)
             }
             Task::Classify => {

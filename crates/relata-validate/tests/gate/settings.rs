@@ -45,7 +45,28 @@ fn failing(check: Check, config: &GateConfig) -> (RowStatus, Vec<(Warning, Optio
         ),
         Check::SubjectKnown => extract(
             &format!(
-                r#"{{"entities":[{mc}],"claims":[{{"statement":"Marie Curie was born in Warsaw.","quote":"Marie Curie was born in Warsaw","subject":"Paris"}}]}}"#
+                r#"{{"entities":[{mc}],"claims":[{{"statement":"Marie Curie was born in Warsaw.","quote":"Marie Curie was born in Warsaw","subject":"Pierre"}}]}}"#
+            ),
+            RowKind::Claim,
+            0,
+        ),
+        Check::NameFound => extract(
+            &format!(
+                r#"{{"entities":[{mc},{{"name":"Pierre Curie","type":"person"}}],"claims":[]}}"#
+            ),
+            RowKind::Entity,
+            1,
+        ),
+        Check::Standalone => extract(
+            &format!(
+                r#"{{"entities":[{mc}],"claims":[{{"statement":"She moved to Paris in 1891.","quote":"She moved to Paris in 1891.","subject":"Marie Curie"}}]}}"#
+            ),
+            RowKind::Claim,
+            0,
+        ),
+        Check::SubjectTopic => extract(
+            &format!(
+                r#"{{"entities":[{mc}],"claims":[{{"statement":"Marie Curie was born in Warsaw.","quote":"Marie Curie was born in Warsaw","subject":"Warsaw"}}]}}"#
             ),
             RowKind::Claim,
             0,
@@ -96,10 +117,26 @@ fn every_setting_of_every_check_has_an_effect() {
             Check::SubjectKnown => Some(Reason::UnknownSubject),
             Check::PairRequested => Some(Reason::UnrequestedPair),
             Check::Supported => Some(Reason::Unsupported),
+            Check::NameFound => Some(Reason::NameNotFound),
+            Check::Standalone => Some(Reason::NotStandalone),
+            Check::SubjectTopic => Some(Reason::WrongSubject),
             Check::FigureInQuote => None,
             _ => unreachable!(),
         };
         let mut config = GateConfig::default();
+        if check == Check::Degenerate {
+            // A placeholder name is not in the chunk either.
+            config
+                .set(Check::NameFound, setting(false, Severity::Reject))
+                .unwrap();
+        }
+        if matches!(check, Check::SubjectKnown | Check::Standalone) {
+            // A subject the chunk lacks, or a pronoun for one, is not named in the
+            // statement's opening either: that check off, so this one is seen alone.
+            config
+                .set(Check::SubjectTopic, setting(false, Severity::Reject))
+                .unwrap();
+        }
         if check == Check::FigureInQuote {
             // The support check requires every figure too: off, so that what is seen is
             // this check's own effect.
@@ -160,8 +197,12 @@ fn an_accepted_claim_carries_what_the_store_needs() {
     let c = &rows.claims()[0];
     assert_eq!(c.index(), 0);
     assert_eq!(c.statement(), "Curie moved to Paris in 1891.");
-    assert_eq!(c.quote(), "She moved to Paris in 1891");
-    assert_eq!(c.quote_span(), (40, 66));
+    // "She" is read with the sentence before, which the stored quote takes in.
+    assert_eq!(
+        c.quote(),
+        "Marie Curie was born in Warsaw in 1867. She moved to Paris in 1891"
+    );
+    assert_eq!(c.quote_span(), (0, 66));
     assert_eq!(c.subject(), "Marie Curie");
     assert_eq!(c.subject_entity_index(), Some(0));
     assert!(c.warnings().is_empty());
@@ -174,7 +215,7 @@ fn an_accepted_claim_carries_what_the_store_needs() {
                 {"kind": "entity", "index": 0, "status": "accepted", "reason": null, "warnings": []},
                 {"kind": "entity", "index": 1, "status": "accepted", "reason": null, "warnings": []},
                 {"kind": "claim", "index": 0, "status": "accepted", "reason": null, "warnings": [],
-                 "quote_start": 40, "quote_end": 66},
+                 "quote_start": 0, "quote_end": 66},
             ]
         })
     );

@@ -12,8 +12,8 @@
 
 use std::collections::BTreeMap;
 
-use relata_core::Reason;
-use relata_validate::{GateConfig, RowStatus, SupportSettings, judge_extract};
+use relata_core::{Check, Reason, Severity};
+use relata_validate::{CheckSetting, GateConfig, RowStatus, SupportSettings, judge_extract};
 
 #[derive(Debug, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -37,6 +37,30 @@ struct Pair {
     supported: bool,
     #[allow(dead_code)]
     note: String,
+}
+
+/// The gate with only the support check among the claim checks that judge a statement's
+/// form and subject: the set labels support, and its subjects and statements were not
+/// written for the standalone, subject and name checks (measured on their own set,
+/// `knowledge.json`).
+pub(crate) fn support_only() -> GateConfig {
+    let mut c = GateConfig::default();
+    for check in [
+        Check::Standalone,
+        Check::SubjectTopic,
+        Check::SubjectKnown,
+        Check::NameFound,
+    ] {
+        c.set(
+            check,
+            CheckSetting {
+                enabled: false,
+                severity: Severity::Reject,
+            },
+        )
+        .unwrap();
+    }
+    c
 }
 
 fn set() -> Set {
@@ -161,7 +185,7 @@ fn support_set_is_well_formed() {
 
 #[test]
 fn support_check_meets_its_targets_on_the_labelled_set() {
-    let (all, by) = measure(&GateConfig::default(), true);
+    let (all, by) = measure(&support_only(), true);
     println!("category            kept lost caught missed");
     for (c, t) in &by {
         println!(
@@ -191,7 +215,7 @@ fn support_check_meets_its_targets_on_the_labelled_set() {
 /// The switch is live: off, nothing in the set is rejected as unsupported.
 #[test]
 fn support_switched_off_rejects_nothing_as_unsupported() {
-    let mut off = GateConfig::default();
+    let mut off = support_only();
     off.set(
         relata_core::Check::Supported,
         relata_validate::CheckSetting {
@@ -204,8 +228,9 @@ fn support_switched_off_rejects_nothing_as_unsupported() {
     assert_eq!(off.caught + off.lost, 0, "{off:?}");
 }
 
-/// The share is live: a statement with four of its five ordinary words in the quote
-/// ("bridge", "crosses", "river", "near"; not "castle") is kept at 0.8 and rejected at 0.85.
+/// The share is live: a statement with three of its four ordinary words in the quote
+/// ("bridge", "river", "near"; not "castle"; its verb "crosses" is judged on its own) is
+/// kept at 0.75 and rejected at 0.8.
 #[test]
 fn support_share_decides_at_its_bound() {
     let source = "The bridge crosses the wide river near the old town.";
@@ -213,7 +238,7 @@ fn support_share_decides_at_its_bound() {
         "claims":[{"statement":"The bridge crosses the river near the castle.",
                    "quote":"The bridge crosses the wide river near the old town.","subject":"The bridge"}]}"#;
     let judge = |share: f64| {
-        let mut c = GateConfig::default();
+        let mut c = support_only();
         c.set_support(SupportSettings { min_share: share }).unwrap();
         let j = judge_extract(&c, source, raw);
         (
@@ -221,8 +246,8 @@ fn support_share_decides_at_its_bound() {
             j.rows()[1].detail().map(str::to_owned),
         )
     };
-    assert_eq!(judge(0.8).0, RowStatus::Accepted, "{:?}", judge(0.8).1);
-    let (status, detail) = judge(0.85);
+    assert_eq!(judge(0.75).0, RowStatus::Accepted, "{:?}", judge(0.75).1);
+    let (status, detail) = judge(0.8);
     assert_eq!(status, RowStatus::Rejected);
     assert!(detail.unwrap().contains("\"castle\""));
 }
@@ -252,7 +277,7 @@ fn support_second_opinion_only_rejects_more() {
     let raw = br#"{"entities":[{"name":"Marie Curie","type":"person"}],"claims":[
         {"statement":"Marie Curie moved to Paris in 1891.","quote":"Marie Curie moved to Paris in 1891","subject":"Marie Curie"},
         {"statement":"Marie Curie was born in Krakow.","quote":"She was born in Warsaw","subject":"Marie Curie"}]}"#;
-    let config = GateConfig::default();
+    let config = support_only();
     let claims = |j: &relata_validate::Judgement<relata_validate::ExtractRows>| {
         j.rows()
             .iter()
