@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use backon::{ExponentialBuilder, Retryable};
 use chrono::{DateTime, Utc};
-use relata_core::{Contract, Handle, Reason, Task, TaskVersion};
+use relata_core::{Handle, Reason, Task, TaskVersion};
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::Semaphore;
@@ -92,12 +92,17 @@ pub struct CallRecord {
 
 impl CallRecord {
     /// The task version this call belongs to.
+    /// The task version this call was made under: the contract it recorded (the extract
+    /// prompt's own), the prompt and the model.
     pub fn task_version(&self) -> TaskVersion {
-        TaskVersion::new(
-            &Contract::current(self.task),
-            self.prompt_version,
-            &self.model,
-        )
+        TaskVersion {
+            task: self.task,
+            prompt_version: self.prompt_version.to_owned(),
+            schema_id: self.schema.id.to_owned(),
+            schema_version: self.schema.version,
+            schema_sha256: self.schema.sha256.clone(),
+            model: self.model.clone(),
+        }
     }
 }
 
@@ -150,6 +155,13 @@ fn millis(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
+/// What `GET {url}/models` showed: the models listed and the server family.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ModelList {
+    pub models: Vec<String>,
+    pub family: crate::ProviderFamily,
+}
+
 impl ModelClient {
     /// Build a client from validated configuration.
     pub fn new(config: ModelConfig, metrics: ModelMetrics) -> Result<ModelClient, ConfigError> {
@@ -187,7 +199,7 @@ impl ModelClient {
     /// The task version calls of this client produce.
     pub fn task_version(&self, task: Task) -> TaskVersion {
         TaskVersion::new(
-            &Contract::current(task),
+            &self.config.contract(task),
             self.config.prompt_version(task),
             &self.config.model,
         )
@@ -210,8 +222,13 @@ impl ModelClient {
     }
 
     /// Ask for entities and claims in `source` (`relata.extract`, the configured prompt).
-    pub async fn extract(&self, source: &str) -> ModelCall {
-        let messages = extract_messages(self.config.extract_prompt, self.config.dialect, source);
+    pub async fn extract(&self, source: &str, title: Option<&str>) -> ModelCall {
+        let messages = extract_messages(
+            self.config.extract_prompt,
+            self.config.dialect,
+            source,
+            title,
+        );
         self.complete(Task::Extract, &messages, self.config.max_tokens)
             .await
     }
@@ -239,7 +256,7 @@ impl ModelClient {
     /// Send prepared messages for `task` with the task's contract in the configured
     /// dialect, retrying transport failures only.
     pub async fn complete(&self, task: Task, messages: &Messages, max_tokens: u32) -> ModelCall {
-        let contract = Contract::current(task);
+        let contract = self.config.contract(task);
         let body = request_body(&self.config, &contract, messages, max_tokens);
         let sent_schema_sha256 =
             schema_sent(self.config.dialect, &contract, messages).map(|s| schema_sha256(&s));
@@ -317,7 +334,7 @@ impl ModelClient {
                 task,
                 model: cfg.model.clone(),
                 prompt_version: cfg.prompt_version(task),
-                schema: SchemaRegistry.schema_ref(task),
+                schema: SchemaRegistry.schema_ref_of(&contract),
                 sent_schema_sha256,
                 dialect: cfg.dialect,
                 started_at,
@@ -577,7 +594,7 @@ impl ModelClient {
     }
 
     /// `GET {url}/models`: the ids the endpoint lists. Not retried (an operator tool).
-    pub async fn list_models(&self) -> Result<Vec<String>, ModelError> {
+    pub async fn list_models(&self) -> Result<ModelList, ModelError> {
         let mut request = self.http.get(self.config.models_url());
         if let Some(key) = &self.config.api_key {
             request = request.bearer_auth(key.expose());
@@ -596,32 +613,39 @@ impl ModelClient {
                     .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
                 return Err(self.bounded(redirect(status, location.as_deref())));
             }
+            let server = response
+                .headers()
+                .get(reqwest::header::SERVER)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
             let (bytes, _) = self.read_bounded(response).await.map_err(|e| e.error)?;
             if class != StatusClass::Success {
                 return Err(status_error(status, None, self.provider_message(&bytes)));
             }
-            #[derive(serde::Deserialize)]
-            struct List {
-                #[serde(default)]
-                data: Vec<Entry>,
-                #[serde(default)]
-                models: Vec<Entry>,
-            }
-            #[derive(serde::Deserialize)]
-            struct Entry {
-                #[serde(alias = "name", alias = "model")]
-                id: String,
-            }
-            let list: List = serde_json::from_slice(&bytes).map_err(|_| ModelError::Permanent {
+            let not_a_list = || ModelError::Permanent {
                 status,
                 message: "the model list is not an OpenAI-style {\"data\": [{\"id\": ...}]}".into(),
-            })?;
-            Ok(list
-                .data
-                .into_iter()
-                .chain(list.models)
-                .map(|e| e.id)
-                .collect())
+            };
+            let body: serde_json::Value =
+                serde_json::from_slice(&bytes).map_err(|_| not_a_list())?;
+            // OpenAI's `data[].id`; llama.cpp's server adds `models[]` with `name`.
+            let mut models: Vec<String> = Vec::new();
+            for e in body["data"].as_array().into_iter().flatten() {
+                if let Some(id) = e["id"].as_str() {
+                    models.push(id.to_owned());
+                }
+            }
+            for e in body["models"].as_array().into_iter().flatten() {
+                if let Some(name) = e["name"].as_str().or(e["model"].as_str())
+                    && !models.iter().any(|m| m == name)
+                {
+                    models.push(name.to_owned());
+                }
+            }
+            if body["data"].as_array().is_none() && body["models"].as_array().is_none() {
+                return Err(not_a_list());
+            }
+            let family = crate::ProviderFamily::detect(&self.config.url, server.as_deref(), &body);
+            Ok(ModelList { models, family })
         };
         match tokio::time::timeout(self.config.request_timeout(), fut).await {
             Ok(r) => r,

@@ -41,6 +41,11 @@ impl ModelConfig {
     pub fn prompt_version(&self, task: relata_core::Task) -> &'static str {
         crate::prompt::prompt_version(task, self.extract_prompt)
     }
+
+    /// The contract this configuration asks for on `task` (the extract prompt's).
+    pub fn contract(&self, task: relata_core::Task) -> relata_core::Contract {
+        crate::prompt::contract(task, self.extract_prompt)
+    }
 }
 
 /// The adapter's settings. Every field has an environment variable (see the crate docs);
@@ -54,7 +59,8 @@ pub struct ModelConfig {
     /// Model name sent in every request (and part of the task version).
     pub model: String,
     pub dialect: Dialect,
-    /// The extraction prompt (`extract-p1`, `extract-p2`, `extract-p3`); part of the task version.
+    /// The extraction prompt (`extract-p1` … `extract-p4`, the default); part of the task
+    /// version.
     pub extract_prompt: ExtractPrompt,
     /// A file holding the API key (surrounding whitespace trimmed).
     pub api_key_file: Option<PathBuf>,
@@ -310,6 +316,9 @@ impl ModelConfig {
         }
         if self.max_tokens == 0 {
             return invalid("RELATA_MODEL_MAX_TOKENS", "must be at least 1");
+        }
+        if let Some(problem) = self.extract_prompt.refusal(self.dialect) {
+            return invalid("RELATA_MODEL_EXTRACT_PROMPT", problem);
         }
         if !(0.0..=2.0).contains(&self.temperature) {
             return invalid("RELATA_MODEL_TEMPERATURE", "must be between 0 and 2");

@@ -125,21 +125,25 @@
 mod client;
 mod config;
 mod error;
+mod family;
 mod metrics;
+pub mod portable;
 mod prompt;
 mod redact;
 mod wire;
 
 pub use client::{
-    CallEnd, CallRecord, Completion, DETAIL_CHARS, EXCERPT_CHARS, ModelCall, ModelClient,
+    CallEnd, CallRecord, Completion, DETAIL_CHARS, EXCERPT_CHARS, ModelCall, ModelClient, ModelList,
 };
 pub use config::{ConfigError, Dialect, ModelConfig};
 pub use error::{ErrorClass, ModelError, StatusClass, TransportKind};
+pub use family::ProviderFamily;
 pub use metrics::{InvalidOutput, ModelMetrics, RequestOutcome, record_invalid_output};
 pub use prompt::{
     ANSWER_PROMPT_VERSION, AnswerSource, CLASSIFY_PROMPT_VERSION, ClassifyClaim,
-    EXTRACT_PROMPT_VERSION, ExtractPrompt, Messages, SchemaRef, SchemaRegistry, answer_messages,
-    classify_messages, extract_messages, extract_schema_sent, extract_schema_sent_p3, p3_bounds,
+    EXTRACT_PROMPT_VERSION, ExtractPrompt, Messages, PROBE_DOCUMENT, SchemaRef, SchemaRegistry,
+    answer_messages, classify_messages, contract, extract_messages, extract_schema_sent,
+    extract_schema_sent_p3, extract_schema_sent_p4, p3_bounds, p4_bounds, p4_names, p4_sentences,
     prompt_version, sent_bounds,
 };
 pub use redact::{ApiKey, REDACTED, excerpt, redact};

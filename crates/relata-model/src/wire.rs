@@ -18,8 +18,9 @@ pub struct Usage {
 }
 
 /// The exact JSON Schema a request carries in its `response_format`: the request's own
-/// (tighter) schema when it has one, else the contract's; capped for grammar compilers
-/// in the `json_object_schema` dialect; `None` when the dialect sends none.
+/// (tighter) schema when it has one, else the contract's; made sendable
+/// ([`crate::portable::sendable`]: annotations dropped, lengths capped for grammar
+/// compilers); `None` when the dialect sends none.
 pub fn schema_sent(dialect: Dialect, contract: &Contract, messages: &Messages) -> Option<Value> {
     let schema = || {
         messages
@@ -28,8 +29,11 @@ pub fn schema_sent(dialect: Dialect, contract: &Contract, messages: &Messages) -
             .unwrap_or_else(|| contract.schema_value())
     };
     match dialect {
-        Dialect::JsonSchema => Some(schema()),
-        Dialect::JsonObjectSchema => Some(grammar_safe(schema())),
+        // The same schema for both: what every server family compiles
+        // (`crate::portable`), tighter than the contract where a grammar needs it.
+        Dialect::JsonSchema | Dialect::JsonObjectSchema => {
+            Some(crate::portable::sendable(schema()))
+        }
         Dialect::None => None,
     }
 }

@@ -20,7 +20,7 @@ async fn concurrent_calls_never_exceed_the_bound_at_the_server() {
     let calls: Vec<_> = (0..6)
         .map(|i| {
             let client = h.client.clone();
-            tokio::spawn(async move { client.extract(&format!("document {i}")).await })
+            tokio::spawn(async move { client.extract(&format!("document {i}"), None).await })
         })
         .collect();
     for call in calls {

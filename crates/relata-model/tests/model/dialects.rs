@@ -26,7 +26,7 @@ async fn sent_body_with(dialect: Dialect, prompt: ExtractPrompt) -> (Value, Opti
         },
     )
     .await;
-    let call = h.client.extract(SENTENCES).await;
+    let call = h.client.extract(SENTENCES, None).await;
     call.result.unwrap();
     let reqs = h.server.chat_requests();
     assert_eq!(reqs.len(), 1);
@@ -88,7 +88,7 @@ async fn json_schema_dialect_sends_a_strict_named_schema() {
             "json_schema": {
                 "name": "relata_extract_v1",
                 "strict": true,
-                "schema": EXTRACT_V1.schema_value(),
+                "schema": sent_contract(),
             }
         })
     );
@@ -103,16 +103,24 @@ async fn json_schema_dialect_sends_a_strict_named_schema() {
 #[tokio::test]
 async fn json_object_schema_dialect_sends_the_schema_beside_the_type() {
     let body = sent_body(Dialect::JsonObjectSchema).await;
-    // The contract, with the one string bound over llama.cpp's grammar limit tightened:
-    // the quote's 2,000 becomes 1,000; nothing else differs and nothing is loosened.
+    assert_eq!(
+        body["response_format"],
+        json!({"type": "json_object", "schema": sent_contract()})
+    );
+}
+
+/// The contract as both dialects send it: its annotations (`$schema`, `title`) left out
+/// and the one string bound over llama.cpp's grammar limit tightened — the quote's 2,000
+/// becomes 1,000; nothing else differs and nothing is loosened.
+fn sent_contract() -> serde_json::Value {
     let mut expected = EXTRACT_V1.schema_value();
     let quote_max = "/properties/claims/items/properties/quote/maxLength";
     assert_eq!(expected.pointer(quote_max), Some(&json!(2000)));
     *expected.pointer_mut(quote_max).unwrap() = json!(1000);
-    assert_eq!(
-        body["response_format"],
-        json!({"type": "json_object", "schema": expected})
-    );
+    let o = expected.as_object_mut().unwrap();
+    o.shift_remove("$schema");
+    o.shift_remove("title");
+    expected
 }
 
 #[tokio::test]
@@ -232,14 +240,13 @@ async fn p3_fixes_each_claim_to_its_sentence_and_its_words() {
         Some(relata_model::schema_sha256(schema).as_str())
     );
 
-    // The strict dialect takes the sentence with quotes and brackets; the punctuation
-    // around its words is not part of them.
-    let (body, _) = sent_body_with(Dialect::JsonSchema, ExtractPrompt::P3).await;
-    let items =
-        body["response_format"]["json_schema"]["schema"]["properties"]["claims"]["prefixItems"]
-            .as_array()
-            .unwrap()
-            .clone();
+    // Built for a dialect that does not escape badly, the schema takes the sentence with
+    // quotes and brackets; the punctuation around its words is not part of them.
+    let schema = relata_model::extract_schema_sent_p3(SENTENCES, Dialect::JsonSchema);
+    let items = schema["properties"]["claims"]["prefixItems"]
+        .as_array()
+        .unwrap()
+        .clone();
     assert_eq!(items.len(), 3);
     let worked = regex::Regex::new(
         items[1]["properties"]["statement"]["pattern"]
@@ -251,4 +258,61 @@ async fn p3_fixes_each_claim_to_its_sentence_and_its_words() {
 
     let empty = relata_model::extract_schema_sent_p3("ok.", Dialect::JsonSchema);
     assert_eq!(empty["properties"]["claims"]["maxItems"], json!(0));
+}
+
+/// extract-p3's tuple is refused by every server family that takes json_schema: the
+/// configuration says so at start-up, naming the prompt, the dialect and what to set.
+#[test]
+fn p3_with_json_schema_is_refused_at_start_up() {
+    let mut c = relata_model::ModelConfig {
+        url: "http://127.0.0.1:1/v1".into(),
+        model: "m".into(),
+        dialect: Dialect::JsonSchema,
+        extract_prompt: ExtractPrompt::P3,
+        ..Default::default()
+    };
+    let e = c.validate().unwrap_err().to_string();
+    assert!(e.contains("RELATA_MODEL_EXTRACT_PROMPT"), "{e}");
+    assert!(e.contains("extract-p3") && e.contains("json_schema"), "{e}");
+    assert!(e.contains("extract-p4"), "{e}");
+    c.dialect = Dialect::JsonObjectSchema;
+    c.validate().unwrap();
+    c.dialect = Dialect::None;
+    c.validate().unwrap();
+    c.extract_prompt = ExtractPrompt::P4;
+    c.dialect = Dialect::JsonSchema;
+    c.validate().unwrap();
+}
+
+/// extract-p4 shows the chunk as numbered sentences and sends a schema keyed by their
+/// handles, each a claim whose subject is one of the chunk's names, or null.
+#[tokio::test]
+async fn p4_keys_claims_by_sentence_handle() {
+    let (body, sha) = sent_body_with(Dialect::JsonSchema, ExtractPrompt::P4).await;
+    let user = body["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        user.contains(
+            "S1: Ada Lovelace wrote the first program.\nS2: She worked with \"Charles\" Babbage [in London].\nS3: She was born in 1815."
+        ),
+        "{user}"
+    );
+    let schema = &body["response_format"]["json_schema"]["schema"];
+    assert_eq!(
+        body["response_format"]["json_schema"]["name"],
+        "relata_extract_v2"
+    );
+    let claims = &schema["properties"]["claims"];
+    assert_eq!(claims["required"], json!(["S1", "S2", "S3"]));
+    assert_eq!(claims["additionalProperties"], json!(false));
+    let s1 = &claims["properties"]["S1"]["anyOf"];
+    assert_eq!(s1[1], json!({"type": "null"}));
+    assert_eq!(s1[0]["required"], json!(["subject", "statement"]));
+    let names = s1[0]["properties"]["subject"]["enum"].as_array().unwrap();
+    assert!(names.contains(&json!("Ada Lovelace")), "{names:?}");
+    assert!(names.contains(&json!("Babbage")), "{names:?}");
+    assert!(relata_model::portable::openai_strict_problems(schema).is_empty());
+    assert_eq!(
+        sha.as_deref(),
+        Some(relata_model::schema_sha256(schema).as_str())
+    );
 }

@@ -18,22 +18,22 @@ async fn a_completion_is_returned_with_its_provenance_and_usage() {
     let h = Harness::new(vec![Behaviour::completion(EMPTY_EXTRACTION)]).await;
     let call = h
         .client
-        .extract("Ada Lovelace wrote the first program.")
+        .extract("Ada Lovelace wrote the first program.", None)
         .await;
     let c = call.result.expect("completion");
     assert_eq!(c.content, EMPTY_EXTRACTION);
     let r = &call.record;
     assert_eq!(r.attempts, 1);
     assert_eq!(r.outcome, CallEnd::Completed);
-    assert_eq!(r.prompt_version, "extract-p3");
+    assert_eq!(r.prompt_version, "extract-p4");
     assert_eq!(r.schema.id, "relata.extract");
-    assert_eq!(r.schema.sha256, relata_core::EXTRACT_V1.sha256());
+    assert_eq!(r.schema.sha256, relata_core::EXTRACT_V2.sha256());
     assert_eq!(r.model, "fake-model");
     assert!(r.finished_at >= r.started_at);
     assert_eq!(r.usage.unwrap().prompt_tokens, 11);
     assert_eq!(
         r.task_version(),
-        relata_core::TaskVersion::new(&relata_core::EXTRACT_V1, "extract-p3", "fake-model")
+        relata_core::TaskVersion::new(&relata_core::EXTRACT_V2, "extract-p4", "fake-model")
     );
     assert_eq!(h.chat_count(), 1);
     assert_eq!(
@@ -73,7 +73,7 @@ async fn transient_statuses_are_retried_then_succeed() {
             Behaviour::completion(EMPTY_EXTRACTION),
         ])
         .await;
-        let call = h.client.extract("text").await;
+        let call = h.client.extract("text", None).await;
         assert!(call.result.is_ok(), "{status}: {:?}", call.result);
         assert_eq!(call.record.attempts, 2, "{status}");
         assert_eq!(h.chat_count(), 2, "{status}");
@@ -99,7 +99,7 @@ async fn retry_after_is_honoured() {
         Behaviour::completion(EMPTY_EXTRACTION),
     ])
     .await;
-    let call = h.client.extract("text").await;
+    let call = h.client.extract("text", None).await;
     assert!(call.result.is_ok());
     assert_eq!(call.record.attempts, 2);
     let reqs = h.server.chat_requests();
@@ -120,7 +120,7 @@ async fn retry_after_is_capped() {
     )
     .await;
     let t = Instant::now();
-    let call = h.client.extract("text").await;
+    let call = h.client.extract("text", None).await;
     assert!(call.result.is_ok());
     assert!(t.elapsed() < Duration::from_secs(3), "{:?}", t.elapsed());
 }
@@ -136,7 +136,7 @@ async fn the_attempt_bound_is_respected() {
         |c| c.retry_max_attempts = 3,
     )
     .await;
-    let call = h.client.extract("text").await;
+    let call = h.client.extract("text", None).await;
     let err = call.result.unwrap_err();
     assert_eq!(err.class(), ErrorClass::Transport);
     assert_eq!(err.transport_kind(), Some(TransportKind::Http503));
@@ -167,7 +167,7 @@ async fn the_elapsed_bound_is_respected() {
     )
     .await;
     let t = Instant::now();
-    let call = h.client.extract("text").await;
+    let call = h.client.extract("text", None).await;
     let elapsed = t.elapsed();
     assert_eq!(call.result.unwrap_err().class(), ErrorClass::Transport);
     assert!(elapsed < Duration::from_millis(400 + 3_000), "{elapsed:?}");
@@ -184,7 +184,7 @@ async fn permanent_statuses_are_never_retried() {
             Behaviour::completion(EMPTY_EXTRACTION),
         ])
         .await;
-        let call = h.client.extract("text").await;
+        let call = h.client.extract("text", None).await;
         let err = call.result.unwrap_err();
         assert_eq!(err.class(), ErrorClass::Permanent, "{status}");
         assert!(!err.is_retryable());
@@ -217,7 +217,7 @@ async fn connection_refused_is_transport() {
     let mut cfg = crate::support::config(&url);
     cfg.retry_max_attempts = 3;
     let client = relata_model::ModelClient::new(cfg, metrics).unwrap();
-    let call = client.extract("text").await;
+    let call = client.extract("text", None).await;
     let err = call.result.unwrap_err();
     assert_eq!(
         err.transport_kind(),
@@ -242,7 +242,7 @@ async fn a_body_cut_off_is_transport_and_retried() {
         Behaviour::completion(EMPTY_EXTRACTION),
     ])
     .await;
-    let call = h.client.extract("text").await;
+    let call = h.client.extract("text", None).await;
     assert!(call.result.is_ok(), "{:?}", call.result);
     assert_eq!(call.record.attempts, 2);
     assert_eq!(h.chat_count(), 2);
@@ -257,7 +257,7 @@ async fn a_body_cut_off_is_transport_and_retried() {
         |c| c.retry_max_attempts = 1,
     )
     .await;
-    let err = h.client.extract("text").await.result.unwrap_err();
+    let err = h.client.extract("text", None).await.result.unwrap_err();
     assert_eq!(
         err.transport_kind(),
         Some(TransportKind::BodyCutOff),
@@ -273,7 +273,7 @@ async fn a_connection_closed_before_answering_is_transport() {
         |c| c.retry_max_attempts = 1,
     )
     .await;
-    let call = h.client.extract("text").await;
+    let call = h.client.extract("text", None).await;
     let err = call.result.unwrap_err();
     assert_eq!(err.class(), ErrorClass::Transport, "{err}");
     assert_eq!(err.transport_kind(), Some(TransportKind::Reset), "{err}");
@@ -295,7 +295,7 @@ async fn a_hang_times_out_and_is_retried_within_bounds() {
     )
     .await;
     let t = Instant::now();
-    let call = h.client.extract("text").await;
+    let call = h.client.extract("text", None).await;
     let err = call.result.unwrap_err();
     assert_eq!(err.transport_kind(), Some(TransportKind::Timeout), "{err}");
     assert_eq!(call.record.attempts, 2);
@@ -311,7 +311,7 @@ pub(crate) async fn invalid_once(behaviour: Behaviour, reason: Reason) -> relata
     // The default after the script is a valid completion: a retry would succeed, so a
     // second request would show.
     let h = Harness::new(vec![behaviour]).await;
-    let call = h.client.extract("text").await;
+    let call = h.client.extract("text", None).await;
     let err = call.result.clone().unwrap_err();
     assert_eq!(err.class(), ErrorClass::InvalidOutput, "{err}");
     assert_eq!(err.invalid_reason(), Some(reason));
@@ -387,7 +387,7 @@ async fn a_200_that_is_not_a_chat_completion_is_permanent() {
         delay_ms: 0,
     }])
     .await;
-    let call = h.client.extract("text").await;
+    let call = h.client.extract("text", None).await;
     let err = call.result.unwrap_err();
     assert_eq!(err.class(), ErrorClass::Permanent, "{err}");
     assert_eq!(h.chat_count(), 1);
@@ -398,7 +398,7 @@ async fn the_adapter_never_counts_a_completion_as_invalid() {
     // Content the gate will reject is still a completion here: counting it is the gate's
     // (through the worker's record_invalid_output), exactly once.
     let h = Harness::new(vec![Behaviour::completion("not json at all")]).await;
-    let call = h.client.extract("text").await;
+    let call = h.client.extract("text", None).await;
     assert_eq!(call.result.unwrap().content, "not json at all");
     assert!(!h.encoded().contains("relata_model_invalid_output_total{"));
     relata_model::record_invalid_output(

@@ -18,7 +18,7 @@ async fn a_redirect_is_not_followed_and_its_target_is_never_reached() {
         let target = FakeModelServer::start(vec![]).await.unwrap();
         let location = format!("{}/chat/completions", target.base_url());
         let h = Harness::new(vec![Behaviour::redirect(status, &location)]).await;
-        let call = h.client.extract("secret document text").await;
+        let call = h.client.extract("secret document text", None).await;
         let err = call.result.unwrap_err();
         assert_eq!(err.class(), ErrorClass::Permanent, "{status}: {err}");
         assert_eq!(err.status(), Some(status));
@@ -55,7 +55,7 @@ async fn an_error_in_a_200_is_classified_by_its_code() {
         "Incorrect API key provided",
     )])
     .await;
-    let call = h.client.extract("text").await;
+    let call = h.client.extract("text", None).await;
     let err = call.result.unwrap_err();
     assert_eq!(err.class(), ErrorClass::Permanent, "{err}");
     assert_eq!(err.status(), Some(401));
@@ -77,7 +77,7 @@ async fn an_error_in_a_200_is_classified_by_its_code() {
         Behaviour::completion(EMPTY_EXTRACTION),
     ])
     .await;
-    let call = h.client.extract("text").await;
+    let call = h.client.extract("text", None).await;
     assert!(call.result.is_ok(), "{:?}", call.result);
     assert_eq!(call.record.attempts, 2);
     assert_eq!(
@@ -94,7 +94,7 @@ async fn an_error_in_a_200_is_classified_by_its_code() {
         "too long",
     )])
     .await;
-    let err = h.client.extract("text").await.result.unwrap_err();
+    let err = h.client.extract("text", None).await.result.unwrap_err();
     assert_eq!(err.status(), Some(400));
     assert!(!err.is_configuration_failure());
 }
@@ -111,7 +111,7 @@ async fn the_message_of_an_error_in_a_200_is_redacted() {
         |c| c.api_key = Some(ApiKey::new(key)),
     )
     .await;
-    let err = h.client.extract("text").await.result.unwrap_err();
+    let err = h.client.extract("text", None).await.result.unwrap_err();
     assert!(!err.to_string().contains("SENTINEL"), "{err}");
 }
 
@@ -132,7 +132,7 @@ async fn broken_envelopes_are_provider_errors_naming_what_came_back() {
         ),
     ] {
         let h = Harness::new(vec![behaviour]).await;
-        let call = h.client.extract("text").await;
+        let call = h.client.extract("text", None).await;
         let err = call.result.unwrap_err();
         match &err {
             ModelError::Permanent {
@@ -182,7 +182,7 @@ async fn nonsensical_usage_keeps_the_answer_and_poisons_nothing() {
             usage.clone(),
         )])
         .await;
-        let call = h.client.extract("text").await;
+        let call = h.client.extract("text", None).await;
         assert_eq!(
             call.result.expect("the answer is kept").content,
             EMPTY_EXTRACTION,

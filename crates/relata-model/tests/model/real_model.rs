@@ -4,7 +4,7 @@
 //! Run: `eval "$(scripts/real-model.sh)" && cargo test -p relata-model --test model -- --ignored real_model`
 
 use relata_model::{ErrorClass, ModelClient, ModelConfig, ModelMetrics};
-use relata_validate::{GateConfig, RowStatus, judge_extract};
+use relata_validate::{ExtractShape, GateConfig, RowStatus, judge_extract_as};
 use serde_json::Value;
 
 const DOCS: usize = 5;
@@ -40,7 +40,7 @@ async fn real_model_extraction_outcomes_are_all_classified() {
     let gate = GateConfig::default();
     let (mut rows, mut accepted, mut envelope_invalid, mut response_rejected) = (0, 0, 0, 0);
     for (title, source) in &docs {
-        let call = client.extract(source).await;
+        let call = client.extract(source, Some(title)).await;
         let r = &call.record;
         eprintln!(
             "{title}: {:?} in {:.1}s, attempts {}, usage {:?}",
@@ -61,7 +61,9 @@ async fn real_model_extraction_outcomes_are_all_classified() {
                 continue;
             }
         };
-        let judgement = judge_extract(&gate, source, completion.content.as_bytes());
+        let shape = ExtractShape::of(&client.config().contract(relata_core::Task::Extract))
+            .expect("an extract contract");
+        let judgement = judge_extract_as(&gate, shape, source, completion.content.as_bytes(), None);
         if let Some(rej) = judgement.response_rejection() {
             eprintln!("  rejected whole: {} ({})", rej.reason, rej.detail);
             response_rejected += 1;

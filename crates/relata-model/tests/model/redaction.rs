@@ -61,8 +61,8 @@ async fn the_key_is_sent_and_never_shown() {
     )
     .await;
 
-    let permanent = h.client.extract("text").await;
-    let transient_then_truncated = h.client.extract("text").await;
+    let permanent = h.client.extract("text", None).await;
+    let transient_then_truncated = h.client.extract("text", None).await;
 
     // The key was sent, as a bearer token.
     let reqs = h.server.chat_requests();
