@@ -13,7 +13,8 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 use relata_core::{Handle, Task};
 use relata_validate::{
-    ClassifyInput, GateConfig, Report, RowDecision, Verdict, judge_classify, judge_extract,
+    ClassifyInput, ExtractShape, GateConfig, Report, RowDecision, Verdict, judge_classify,
+    judge_extract_as,
 };
 
 #[derive(Debug, clap::Args)]
@@ -28,6 +29,11 @@ pub struct CheckArgs {
     /// The raw model content, byte for byte (may be anything, including invalid UTF-8).
     #[arg(long, value_name = "RESPONSE_FILE")]
     response: PathBuf,
+    /// The extraction prompt the response answers (its contract decides the shape:
+    /// extract-p1 to extract-p3 copy quotes, extract-p4 keys claims by sentence handle).
+    /// Default: the configured one (RELATA_MODEL_EXTRACT_PROMPT), as a worker would judge.
+    #[arg(long, value_name = "PROMPT")]
+    prompt: Option<relata_model::ExtractPrompt>,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -119,7 +125,12 @@ fn check(args: &CheckArgs, config_file: Option<&Path>) -> anyhow::Result<Report>
     let (report, details) = match args.task {
         Task::Extract => {
             let input: ExtractInput = serde_json::from_slice(&input).with_context(bad_input)?;
-            let j = judge_extract(&config, &input.text, &raw);
+            let prompt = match args.prompt {
+                Some(p) => p,
+                None => settings.extract_prompt()?,
+            };
+            let shape = ExtractShape::of(&prompt.contract()).unwrap_or(ExtractShape::Quotes);
+            let j = judge_extract_as(&config, shape, &input.text, &raw, None);
             (j.report(), details(j.rows(), j.response_rejection()))
         }
         Task::Classify => {

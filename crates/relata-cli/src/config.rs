@@ -600,9 +600,10 @@ impl Config {
     /// The current task version of `task`: its contract, the configured prompt and model.
     pub fn task_version(&self, task: Task) -> Result<relata_core::TaskVersion> {
         let model = self.model_name()?;
+        let prompt = self.extract_prompt()?;
         Ok(relata_core::TaskVersion::new(
-            &relata_core::Contract::current(task),
-            relata_model::prompt_version(task, self.extract_prompt()?),
+            &relata_model::contract(task, prompt),
+            relata_model::prompt_version(task, prompt),
             &model,
         ))
     }

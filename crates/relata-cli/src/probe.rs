@@ -12,10 +12,10 @@ use std::process::ExitCode;
 
 use relata_core::{Reason, Task};
 use relata_model::{
-    Dialect, ModelClient, ModelConfig, ModelError, ModelMetrics, StatusClass, TransportKind,
-    extract_messages,
+    Dialect, ModelClient, ModelConfig, ModelError, ModelList, ModelMetrics, ProviderFamily,
+    StatusClass, TransportKind, extract_messages,
 };
-use relata_validate::{GateConfig, judge_extract};
+use relata_validate::{ExtractShape, GateConfig, judge_extract_as};
 
 /// Probe settings come from the same environment as the workers (`RELATA_MODEL_*`); these
 /// flags override it. The API key is read from `RELATA_MODEL_API_KEY` or
@@ -34,7 +34,7 @@ pub struct ProbeArgs {
 }
 
 /// A tiny document for the structured request.
-const PROBE_SOURCE: &str = "Ada Lovelace wrote the first computer program in 1843.";
+const PROBE_SOURCE: &str = relata_model::PROBE_DOCUMENT;
 /// Enough for a small answer; a model that needs more will say `truncated`.
 const PROBE_MAX_TOKENS: u32 = 400;
 
@@ -106,23 +106,65 @@ async fn probe(client: &ModelClient) -> bool {
             "not set"
         }
     ));
-    let listed = match reachable(client).await {
-        Reachable::Listed(models) => {
-            model_listed(cfg, &models);
-            true
+    let (listed, family) = match reachable(client).await {
+        Reachable::Listed(list) => {
+            model_listed(cfg, &list.models);
+            dialect_fits(cfg, list.family);
+            (true, list.family)
         }
-        Reachable::NoList => false,
+        Reachable::NoList => (false, ProviderFamily::Unknown),
         Reachable::Stop => return false,
     };
     // A failed list does not fail the probe alone when the structured request works;
     // the exit code still says a step failed.
-    structured(client).await && listed
+    structured(client, family).await && listed
+}
+
+/// Step 2b: the configured dialect is the one the server family takes, and the family
+/// enforces it (a warning otherwise: the gate still judges every answer).
+fn dialect_fits(cfg: &ModelConfig, family: ProviderFamily) {
+    if family.ignores_response_format() {
+        step(
+            "warn",
+            "dialect",
+            &format!(
+                "{family} ignores response_format: the schema is sent but nothing enforces it"
+            ),
+        );
+        remedy(
+            "expect more invalid output than on a server that compiles the schema; the gate still judges every answer",
+        );
+        return;
+    }
+    match family.dialect() {
+        Some(d) if d == cfg.dialect => step(
+            "ok",
+            "dialect",
+            &format!("{family} takes dialect {d} and enforces the schema"),
+        ),
+        Some(d) => {
+            step(
+                "warn",
+                "dialect",
+                &format!("{family} takes dialect {d}, not {}", cfg.dialect),
+            );
+            remedy(&format!("set RELATA_MODEL_DIALECT={d} (or --dialect {d})"));
+        }
+        None => step(
+            "ok",
+            "dialect",
+            &format!(
+                "server family not recognised; dialect {} is tried as configured",
+                cfg.dialect
+            ),
+        ),
+    }
 }
 
 /// What the first step found.
 enum Reachable {
     /// The endpoint listed its models.
-    Listed(Vec<String>),
+    Listed(ModelList),
     /// No list, for a reason the structured request may still get past.
     NoList,
     /// No point going on: nothing answers, or the key or URL is refused.
@@ -133,13 +175,18 @@ enum Reachable {
 async fn reachable(client: &ModelClient) -> Reachable {
     let cfg = client.config();
     let e = match client.list_models().await {
-        Ok(models) => {
+        Ok(list) => {
             step(
                 "ok",
                 "reachable",
-                &format!("GET {} listed {} model(s)", cfg.models_url(), models.len()),
+                &format!(
+                    "GET {} listed {} model(s); server family: {}",
+                    cfg.models_url(),
+                    list.models.len(),
+                    list.family
+                ),
             );
-            return Reachable::Listed(models);
+            return Reachable::Listed(list);
         }
         Err(e) => e,
     };
@@ -200,9 +247,9 @@ fn model_listed(cfg: &ModelConfig, models: &[String]) {
 }
 
 /// Step 3: one structured request, its answer judged by the gate.
-async fn structured(client: &ModelClient) -> bool {
+async fn structured(client: &ModelClient, family: ProviderFamily) -> bool {
     let cfg = client.config();
-    let messages = extract_messages(cfg.extract_prompt, cfg.dialect, PROBE_SOURCE);
+    let messages = extract_messages(cfg.extract_prompt, cfg.dialect, PROBE_SOURCE, None);
     let call = client
         .complete(Task::Extract, &messages, PROBE_MAX_TOKENS)
         .await;
@@ -219,14 +266,17 @@ async fn structured(client: &ModelClient) -> bool {
                     cfg.dialect
                 ),
             );
-            remedy(&structured_remedy(&e, cfg));
+            remedy(&structured_remedy(&e, cfg, family));
             return false;
         }
     };
-    let judgement = judge_extract(
+    let shape = ExtractShape::of(&cfg.contract(Task::Extract)).unwrap_or(ExtractShape::Quotes);
+    let judgement = judge_extract_as(
         &GateConfig::default(),
+        shape,
         PROBE_SOURCE,
         completion.content.as_bytes(),
+        None,
     );
     if let Some(r) = judgement.response_rejection() {
         step(
@@ -237,9 +287,12 @@ async fn structured(client: &ModelClient) -> bool {
                 r.reason, r.detail
             ),
         );
-        remedy(&match cfg.dialect {
-            Dialect::None => "with --dialect none the schema is only in the prompt; if the server supports structured output, try --dialect json_schema or --dialect json_object_schema".to_owned(),
-            d => format!("the server may ignore response_format in dialect {d}; try the other dialect, or a larger model"),
+        remedy(&match (cfg.dialect, family.dialect()) {
+            (Dialect::None, Some(d)) => format!("with --dialect none the schema is only in the prompt; {family} enforces dialect {d}: --dialect {d}"),
+            (Dialect::None, None) => "with --dialect none the schema is only in the prompt; if the server supports structured output, try --dialect json_schema (OpenAI, vLLM, Ollama, llama-server) or --dialect json_object_schema (llama-cpp-python)".to_owned(),
+            (d, Some(takes)) if d != takes => format!("{family} does not enforce dialect {d}: --dialect {takes}"),
+            (d, Some(_)) => format!("{family} enforces dialect {d}, but this model did not write relata's JSON: a larger model"),
+            (d, None) => format!("the server may ignore response_format in dialect {d}; try --dialect json_schema (OpenAI, vLLM, Ollama, llama-server) or --dialect json_object_schema (llama-cpp-python), or a larger model"),
         });
         return false;
     }
@@ -286,20 +339,39 @@ fn transport_remedy(kind: TransportKind, cfg: &ModelConfig) -> String {
     }
 }
 
-fn structured_remedy(e: &ModelError, cfg: &ModelConfig) -> String {
+fn structured_remedy(e: &ModelError, cfg: &ModelConfig, family: ProviderFamily) -> String {
+    let refused = matches!(
+        e,
+        ModelError::Permanent {
+            status: 400 | 422,
+            ..
+        } | ModelError::Transport {
+            kind: TransportKind::Http500,
+            ..
+        }
+    );
     match (e, cfg.dialect) {
+        // What the family takes decides the remedy: never a dialect it would ignore.
+        _ if refused && family.dialect().is_some_and(|d| d != cfg.dialect) => {
+            let d = family.dialect().unwrap_or(cfg.dialect);
+            format!("{family} takes dialect {d}: --dialect {d}")
+        }
+        _ if refused && family.dialect() == Some(cfg.dialect) => format!(
+            "{family} takes dialect {} but refused this schema: see the server's message above; extract-p4 (the default) sends only what every server family compiles (RELATA_MODEL_EXTRACT_PROMPT)",
+            cfg.dialect
+        ),
         (
             ModelError::Transport {
                 kind: TransportKind::Http500,
                 ..
             },
             Dialect::JsonSchema,
-        ) => "HTTP 500 on response_format json_schema: this server may want --dialect json_object_schema (llama-cpp-python does)".to_owned(),
+        ) => "HTTP 500 on response_format json_schema: llama-cpp-python answers so; it wants --dialect json_object_schema".to_owned(),
         (ModelError::Permanent { status: 400 | 422, .. }, Dialect::JsonSchema) => {
-            "the server rejected response_format json_schema: try --dialect json_object_schema, or --dialect none".to_owned()
+            "the server rejected response_format json_schema: llama-cpp-python wants --dialect json_object_schema; a server without structured output, --dialect none".to_owned()
         }
         (ModelError::Permanent { status: 400 | 422, .. }, Dialect::JsonObjectSchema) => {
-            "the server rejected response_format json_object: try --dialect json_schema, or --dialect none".to_owned()
+            "the server rejected response_format json_object: OpenAI, vLLM, Ollama and llama-server want --dialect json_schema".to_owned()
         }
         (ModelError::Permanent { .. }, _) if e.status_class() == Some(StatusClass::Unauthorized) => {
             "check the key in RELATA_MODEL_API_KEY or RELATA_MODEL_API_KEY_FILE".to_owned()

@@ -30,7 +30,7 @@ fn check(name: &str, task: &str, input: &[u8], response: &[u8]) -> (i32, Value, 
     let r = d.join("response");
     std::fs::write(&i, input).unwrap();
     std::fs::write(&r, response).unwrap();
-    let out = relata(&[
+    let mut args = vec![
         "check",
         "--task",
         task,
@@ -38,7 +38,12 @@ fn check(name: &str, task: &str, input: &[u8], response: &[u8]) -> (i32, Value, 
         i.to_str().unwrap(),
         "--response",
         r.to_str().unwrap(),
-    ]);
+    ];
+    if task == "extract" {
+        // These responses copy quotes: relata.extract v1, extract-p1's contract.
+        args.extend(["--prompt", "extract-p1"]);
+    }
+    let out = relata(&args);
     let stderr = String::from_utf8(out.stderr).unwrap();
     let stdout = String::from_utf8(out.stdout).unwrap();
     assert_eq!(
@@ -54,6 +59,32 @@ fn extract_input() -> Vec<u8> {
     serde_json::to_vec(&json!({ "text": SOURCE })).unwrap()
 }
 
+/// The default prompt's contract (extract-p4): claims keyed by sentence handle.
+#[test]
+fn a_sentence_keyed_response_is_judged_by_the_default_contract() {
+    let d = dir("v2");
+    let (i, r) = (d.join("input.json"), d.join("response"));
+    std::fs::write(&i, extract_input()).unwrap();
+    std::fs::write(
+        &r,
+        r#"{"entities":[{"name":"Marie Curie","type":"person"}],
+            "claims":{"S1":{"subject":"Marie Curie","statement":"Marie Curie was born in Warsaw in 1867."},"S9":null}}"#,
+    )
+    .unwrap();
+    let out = relata(&[
+        "check",
+        "--task",
+        "extract",
+        "--input",
+        i.to_str().unwrap(),
+        "--response",
+        r.to_str().unwrap(),
+    ]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{report}");
+    assert_eq!(report["rows"][1]["quote_start"], json!(0));
+}
+
 #[test]
 fn accepted_extract_exits_0_with_offsets() {
     let response = "```json\n{\"entities\":[{\"name\":\"Marie Curie\",\"type\":\"person\"}],\
@@ -62,7 +93,8 @@ fn accepted_extract_exits_0_with_offsets() {
     let (code, report, stderr) =
         check("accepted", "extract", &extract_input(), response.as_bytes());
     assert_eq!(code, 0, "{stderr}");
-    let start = SOURCE.find("She").unwrap();
+    // "She" is read with the sentence before it, which the stored quote takes in.
+    let start = 0;
     assert_eq!(
         report,
         json!({
@@ -76,7 +108,7 @@ fn accepted_extract_exits_0_with_offsets() {
     );
     assert_eq!(
         &SOURCE[start..SOURCE.len() - 1],
-        "She moved to  Paris in 1891"
+        "Marie Curie was born in Warsaw in 1867.\n\nShe moved to  Paris in 1891"
     );
     assert!(stderr.is_empty(), "{stderr}");
 }
@@ -302,7 +334,7 @@ fn check_reads_the_workers_check_settings_from_the_config_file() {
     // "N/A" is degenerate: rejected by default, kept with a warning when demoted.
     std::fs::write(
         &r,
-        r#"{"entities":[{"name":"N/A","type":"person"}],"claims":[]}"#,
+        r#"{"entities":[{"name":"N/A","type":"person"}],"claims":{}}"#,
     )
     .unwrap();
     let args = [
@@ -319,7 +351,8 @@ fn check_reads_the_workers_check_settings_from_the_config_file() {
     let config = d.join("relata.toml");
     std::fs::write(
         &config,
-        "[checks.degenerate]\nenabled = true\nseverity = \"warn\"\n",
+        // A placeholder is no name of the chunk either: that check is off here.
+        "[checks.degenerate]\nenabled = true\nseverity = \"warn\"\n\n[checks.name_found]\nenabled = false\nseverity = \"reject\"\n",
     )
     .unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_relata"))

@@ -66,7 +66,7 @@ async fn a_500_on_json_schema_suggests_json_object_schema() {
     assert_eq!(code, 1, "{out}");
     assert!(out.contains("FAILED structured"), "{out}");
     assert!(
-        out.contains("HTTP 500 on response_format json_schema: this server may want --dialect json_object_schema"),
+        out.contains("HTTP 500 on response_format json_schema: llama-cpp-python answers so; it wants --dialect json_object_schema"),
         "{out}"
     );
     assert_eq!(server.chat_requests().len(), 1, "the probe does not retry");
@@ -209,5 +209,65 @@ async fn a_redirect_is_named_with_its_target_and_never_followed() {
     assert!(
         target.requests().is_empty(),
         "the probe followed the redirect"
+    );
+}
+
+/// A model list as a server family writes it.
+fn models_of(owned_by: &str) -> Behaviour {
+    Behaviour::json(
+        200,
+        &serde_json::json!({"object": "list", "data": [{"id": "fake-model", "object": "model", "owned_by": owned_by}]}),
+    )
+}
+
+/// The probe names the server family it sees, and its remedies fit that family: a
+/// llama-cpp-python server is told json_object_schema, a llama-server json_schema.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_probe_names_the_family_and_its_remedy_fits_it() {
+    let server = fake(FakeOptions {
+        reject_json_schema_dialect: true,
+        models_behaviour: Some(models_of("me")),
+        ..FakeOptions::default()
+    })
+    .await;
+    let (code, out) = probe(env(&server), vec![]).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("server family: llama-cpp-python"), "{out}");
+    assert!(
+        out.contains(
+            "warn   dialect     llama-cpp-python takes dialect json_object_schema, not json_schema"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains(
+            "llama-cpp-python takes dialect json_object_schema: --dialect json_object_schema"
+        ),
+        "{out}"
+    );
+
+    let server = fake(FakeOptions {
+        models_behaviour: Some(models_of("llamacpp")),
+        default: Behaviour::completion("Sure! Here is some JSON."),
+        ..FakeOptions::default()
+    })
+    .await;
+    let (code, out) = probe(env(&server), vec!["--dialect", "json_object_schema"]).await;
+    assert_eq!(code, 1, "{out}");
+    assert!(out.contains("server family: llama-server"), "{out}");
+    assert!(
+        out.contains(
+            "llama-server does not enforce dialect json_object_schema: --dialect json_schema"
+        ),
+        "{out}"
+    );
+    let (code, out) = probe(env(&server), vec![]).await;
+    assert!(
+        out.contains("ok     dialect     llama-server takes dialect json_schema"),
+        "{out}"
+    );
+    assert_eq!(
+        code, 1,
+        "the fake's prose is still not relata's JSON: {out}"
     );
 }

@@ -12,7 +12,8 @@ macro_rules! chunk_columns {
     () => {
         "c.id AS c_id, c.document_id AS c_document_id, c.revision_id AS c_revision_id,
          c.ordinal AS c_ordinal, c.start_byte AS c_start_byte, c.end_byte AS c_end_byte,
-         c.text AS c_text, c.sha256 AS c_sha256"
+         c.text AS c_text, c.sha256 AS c_sha256,
+         (SELECT d.title FROM documents d WHERE d.id = c.document_id) AS c_title"
     };
 }
 pub(crate) use chunk_columns;
@@ -155,6 +156,7 @@ pub(crate) fn chunk_row(row: &sqlx::postgres::PgRow) -> Result<ChunkRow> {
         end_byte: to_usize(row.try_get("c_end_byte")?, "end_byte")?,
         text: row.try_get("c_text")?,
         sha256: row.try_get("c_sha256")?,
+        title: row.try_get("c_title")?,
     })
 }
 

@@ -82,6 +82,9 @@ pub struct ChunkRow {
     /// gate must judge quotes against.
     pub text: String,
     pub sha256: String,
+    /// The document's title, when it has one: a name a prompt may offer (the chunk of a
+    /// concept article opens "Chamber music is …").
+    pub title: Option<String>,
 }
 
 /// A job the caller must publish (then report with [`crate::Store::mark_published`]).

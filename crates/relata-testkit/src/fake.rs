@@ -51,6 +51,10 @@ pub enum Behaviour {
         headers: Vec<(String, String)>,
         body: Vec<u8>,
     },
+    /// A completion with no rows, in the shape of the extract contract the request asks
+    /// for: `{"entities":[],"claims":{}}` for a prompt that numbers sentences
+    /// (`relata.extract` v2), `{"entities":[],"claims":[]}` otherwise. The default.
+    EmptyExtract {},
 }
 
 impl Behaviour {
@@ -304,7 +308,7 @@ impl Default for FakeOptions {
             models: vec!["fake-model".to_owned()],
             reject_json_schema_dialect: false,
             routes: Vec::new(),
-            default: Behaviour::completion(r#"{"entities":[],"claims":[]}"#),
+            default: Behaviour::EmptyExtract {},
             models_behaviour: None,
         }
     }
@@ -656,6 +660,18 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             .find(|r| body.contains(&r.needle))
             .map_or_else(|| shared.options.default.clone(), |r| r.behaviour.clone())
     });
+    let behaviour = match behaviour {
+        Behaviour::EmptyExtract {} => {
+            // extract-p4's prompt shows the chunk as numbered sentences.
+            let v2 = String::from_utf8_lossy(&request.body).contains("numbered sentences");
+            Behaviour::completion(if v2 {
+                r#"{"entities":[],"claims":{}}"#
+            } else {
+                r#"{"entities":[],"claims":[]}"#
+            })
+        }
+        other => other,
+    };
     act(stream, behaviour, in_flight).await;
 }
 
@@ -676,6 +692,15 @@ async fn act(mut stream: TcpStream, behaviour: Behaviour, in_flight: InFlight<'_
             }
             drop(in_flight);
             write_response(&mut stream, status, &headers, &body).await;
+        }
+        // Rendered for its request before it acts; without one, the v1 shape.
+        Behaviour::EmptyExtract {} => {
+            Box::pin(act(
+                stream,
+                Behaviour::completion(r#"{"entities":[],"claims":[]}"#),
+                in_flight,
+            ))
+            .await;
         }
         Behaviour::Hang {} => {
             // Hold the connection until the client gives up.

@@ -15,7 +15,9 @@ use relata_queue::{
 use relata_store::{
     ChunkRow, CommitOutcome, Committed, JobRow, JobState, NewModelCall, Store, StoreError,
 };
-use relata_validate::{ClassifyInput, GateConfig, Rejection, judge_classify, judge_extract};
+use relata_validate::{
+    ClassifyInput, ExtractShape, GateConfig, Rejection, judge_classify, judge_extract_as,
+};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 use tracing::{Instrument, field};
@@ -518,12 +520,25 @@ impl Worker {
             );
         };
         tracing::Span::current().record("document_id", chunk.document_id);
-        let call = self.model.extract(&chunk.text).await;
+        let call = self
+            .model
+            .extract(&chunk.text, chunk.title.as_deref())
+            .await;
         let completion = match &call.result {
             Ok(c) => c,
             Err(e) => return self.on_model_error(job, &call.record, e, attempt).await,
         };
-        let judgement = judge_extract(&self.gate, &chunk.text, completion.content.as_bytes());
+        // The job's task version is the worker's (a mismatch was dead-lettered before the
+        // call): judge the response against the contract that version names.
+        let contract = self.model.config().contract(Task::Extract);
+        let shape = ExtractShape::of(&contract).unwrap_or(ExtractShape::Quotes);
+        let judgement = judge_extract_as(
+            &self.gate,
+            shape,
+            &chunk.text,
+            completion.content.as_bytes(),
+            None,
+        );
         let rejections = judgement.rejections();
         let record = self.new_call(&call, Some(&completion.content), rejections.is_empty());
         let committed = self

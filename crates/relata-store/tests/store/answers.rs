@@ -194,7 +194,8 @@ async fn claims_are_attached_only_when_their_quote_lies_inside_the_passage() {
     assert_eq!(attached[0].len(), 1);
     let c = &attached[0][0];
     assert_eq!(c.claim_id, claim);
-    assert_eq!(c.quote, "opened the office called d1");
+    // The quote began after its sentence's subject, which the stored quote takes in.
+    assert_eq!(c.quote, "Beta Inc opened the office called d1");
     let chunk_text = whole.text.clone();
 
     // Passages cut at the quote's own offsets, and one byte inside them on either side.

@@ -396,15 +396,24 @@ async fn entity_warnings_and_claims_linked_by_name_point_at_the_rows_just_writte
         severity,
     };
     config.set(Check::NoDuplicate, on(Severity::Warn)).unwrap();
-    config
-        .set(
-            Check::SubjectKnown,
-            CheckSetting {
-                enabled: false,
-                severity: Severity::Reject,
-            },
-        )
-        .unwrap();
+    // What is judged here is the store's linking: the checks that would refuse the
+    // respelled name and the unnamed subject are off.
+    for check in [
+        Check::SubjectKnown,
+        Check::NameFound,
+        Check::Standalone,
+        Check::SubjectTopic,
+    ] {
+        config
+            .set(
+                check,
+                CheckSetting {
+                    enabled: false,
+                    severity: Severity::Reject,
+                },
+            )
+            .unwrap();
+    }
     let response = serde_json::json!({
         "entities": [
             {"name": "Alpha Corp", "type": "organization"},
