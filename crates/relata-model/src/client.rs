@@ -234,7 +234,7 @@ impl ModelClient {
     }
 
     /// Ask for one relation per requested ordered pair (`relata.classify`, prompt
-    /// `classify-p1`). The model sees the handles and statements only.
+    /// `classify-p2`). The model sees the handles and statements only.
     pub async fn classify(
         &self,
         claims: &[ClassifyClaim],

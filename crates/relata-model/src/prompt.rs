@@ -67,8 +67,10 @@ pub const PROBE_DOCUMENT: &str = "Ada Lovelace wrote the first computer program 
 
 /// The default extraction prompt version.
 pub const EXTRACT_PROMPT_VERSION: &str = ExtractPrompt::P4.as_str();
-/// The classification prompt version.
-pub const CLASSIFY_PROMPT_VERSION: &str = "classify-p1";
+/// The classification prompt version: classify-p1's text, with a schema that binds each
+/// relation's handles to those sent and its count to the pairs asked for
+/// ([`classify_schema_sent`]).
+pub const CLASSIFY_PROMPT_VERSION: &str = "classify-p2";
 
 /// The answering prompt version.
 pub const ANSWER_PROMPT_VERSION: &str = "answer-p1";
@@ -641,7 +643,7 @@ fn extract_messages_p4(dialect: Dialect, source: &str, title: Option<&str>) -> M
     }
 }
 
-/// Messages of a classification request (`classify-p1`): claims under opaque handles, and
+/// Messages of a classification request (`classify-p2`): claims under opaque handles, and
 /// the ordered pairs to judge.
 pub fn classify_messages(
     dialect: Dialect,
@@ -676,8 +678,49 @@ pub fn classify_messages(
     Messages {
         system,
         user,
-        schema: None,
+        schema: matches!(dialect, Dialect::JsonSchema | Dialect::JsonObjectSchema)
+            .then(|| classify_schema_sent(claims, pairs)),
     }
+}
+
+/// The schema sent with a `classify-p2` request: one relation for each requested pair,
+/// `a` and `b` among the handles sent, the relation from the closed set. What the gate
+/// checks (a handle that was sent, a pair that was asked for) is what a grammar can
+/// bind; the gate still judges every row.
+pub fn classify_schema_sent(
+    claims: &[ClassifyClaim],
+    pairs: &[(Handle, Handle)],
+) -> serde_json::Value {
+    let handles: Vec<String> = claims.iter().map(|c| c.handle.to_string()).collect();
+    let kinds: Vec<&str> = relata_core::RelationKind::ALL
+        .iter()
+        .map(|k| k.as_str())
+        .collect();
+    let n = pairs
+        .len()
+        .min(relata_core::contract::bounds::MAX_RELATIONS);
+    serde_json::json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["relations"],
+        "properties": {
+            "relations": {
+                "type": "array",
+                "minItems": n,
+                "maxItems": n,
+                "items": {
+                    "type": "object",
+                    "additionalProperties": false,
+                    "required": ["a", "b", "relation"],
+                    "properties": {
+                        "a": {"type": "string", "enum": handles},
+                        "b": {"type": "string", "enum": handles},
+                        "relation": {"type": "string", "enum": kinds},
+                    }
+                }
+            }
+        }
+    })
 }
 
 /// A source shown to the answering model: its handle, its document's title and the

@@ -161,12 +161,20 @@ async fn classify_shows_handles_statements_and_the_requested_pairs_only() {
         .classify(&claims, &[(Handle::nth(1), Handle::nth(2))])
         .await;
     assert!(call.result.is_ok());
-    assert_eq!(call.record.prompt_version, "classify-p1");
+    assert_eq!(call.record.prompt_version, "classify-p2");
     assert_eq!(call.record.schema.sha256, CLASSIFY_V1.sha256());
     let body = h.server.chat_requests()[0].json().unwrap();
     assert_eq!(
         body["response_format"]["json_schema"]["name"],
         "relata_classify_v1"
+    );
+    // The schema sent binds the handles to those sent and the count to the pairs.
+    let relations = &body["response_format"]["json_schema"]["schema"]["properties"]["relations"];
+    assert_eq!(relations["minItems"], 1);
+    assert_eq!(relations["maxItems"], 1);
+    assert_eq!(
+        relations["items"]["properties"]["a"]["enum"],
+        json!(["C1", "C2"])
     );
     let user = body["messages"][1]["content"].as_str().unwrap();
     assert_eq!(
