@@ -53,6 +53,21 @@ impl Env {
         self.extra.push((name.to_owned(), value.to_owned()));
     }
 
+    /// The value `name` has in this environment's commands: the last [`Env::set`], else
+    /// the base model settings every command gets.
+    pub fn var(&self, name: &str) -> Option<String> {
+        if let Some((_, v)) = self.extra.iter().rev().find(|(k, _)| k == name) {
+            return Some(v.clone());
+        }
+        match name {
+            "RELATA_MODEL_URL" => Some(self.fake.base_url()),
+            "RELATA_MODEL_NAME" => Some("fake-model".into()),
+            "RELATA_MODEL_DIALECT" => Some("json_schema".into()),
+            "RELATA_MODEL_EXTRACT_PROMPT" => Some("extract-p2".into()),
+            _ => None,
+        }
+    }
+
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(relata_binary());
         cmd.args(args)
@@ -63,6 +78,9 @@ impl Env {
             .env("RELATA_MODEL_URL", self.fake.base_url())
             .env("RELATA_MODEL_NAME", "fake-model")
             .env("RELATA_MODEL_DIALECT", "json_schema")
+            // These tests script responses that copy quotes (relata.extract v1); the
+            // default prompt's (extract-p4, v2) have their own, which set it.
+            .env("RELATA_MODEL_EXTRACT_PROMPT", "extract-p2")
             .env("RELATA_MODEL_RETRY_BASE_DELAY_MS", "20")
             .env("RELATA_MODEL_RETRY_MAX_DELAY_MS", "100")
             .env("RELATA_MODEL_REQUEST_TIMEOUT_MS", "10000")
@@ -103,6 +121,7 @@ impl Env {
         env.set("RELATA_MODEL_URL", &var("RELATA_MODEL_URL"));
         env.set("RELATA_MODEL_NAME", &var("RELATA_MODEL_NAME"));
         env.set("RELATA_MODEL_DIALECT", "json_object_schema");
+        env.set("RELATA_MODEL_EXTRACT_PROMPT", "extract-p4");
         env.set("RELATA_MODEL_MAX_TOKENS", max_tokens);
         env.set("RELATA_MODEL_REQUEST_TIMEOUT_MS", "180000");
         (env, picked)
@@ -162,6 +181,30 @@ impl Env {
         }
     }
 
+    /// The last lines of every worker log in this environment's directory, for a
+    /// failure message.
+    pub fn worker_logs(&self) -> String {
+        let mut out = String::new();
+        for entry in std::fs::read_dir(&self.dir).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with("worker-") {
+                let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+                let tail: Vec<&str> = text
+                    .lines()
+                    .filter(|l| !l.contains(" INFO "))
+                    .rev()
+                    .take(15)
+                    .collect();
+                out.push_str(&format!("--- {name}\n"));
+                for l in tail.into_iter().rev() {
+                    out.push_str(l);
+                    out.push('\n');
+                }
+            }
+        }
+        out
+    }
+
     pub fn write_doc(&self, name: &str, text: &str) -> PathBuf {
         let corpus = self.dir.join("corpus");
         std::fs::create_dir_all(&corpus).unwrap();
@@ -200,7 +243,8 @@ impl Env {
             }
             assert!(
                 Instant::now() < deadline,
-                "timed out waiting for {n} {task} jobs: {by_state:?}"
+                "timed out waiting for {n} {task} jobs: {by_state:?}\n{}",
+                self.worker_logs()
             );
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
@@ -229,6 +273,15 @@ impl Env {
     }
 
     /// Model requests whose body contains `needle`.
+    /// The bodies of every chat request the fake received, as text.
+    pub fn chat_bodies(&self) -> Vec<String> {
+        self.fake
+            .chat_requests()
+            .iter()
+            .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+            .collect()
+    }
+
     pub fn requests_mentioning(&self, needle: &str) -> usize {
         self.fake
             .chat_requests()

@@ -266,7 +266,7 @@ async fn transport_faults_are_retried_until_every_job_completes() {
             "Document number{i} says that Ada Lovelace wrote the first published algorithm.\n"
         );
         let content = format!(
-            r#"{{"entities":[{{"name":"Ada Lovelace","type":"person"}}],"claims":[{{"statement":"Document number{i} says Ada Lovelace wrote the first published algorithm","quote":"Document number{i} says that Ada Lovelace wrote the first published algorithm","subject":"Ada Lovelace"}}]}}"#
+            r#"{{"entities":[{{"name":"Ada Lovelace","type":"person"}}],"claims":[{{"statement":"Document number{i} says Ada Lovelace wrote the first published algorithm","quote":"Document number{i} says that Ada Lovelace wrote the first published algorithm","subject":"Document number{i}"}}]}}"#
         );
         options.routes.push(route(&format!("number{i} "), &content));
         docs.push(text);

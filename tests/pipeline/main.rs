@@ -13,6 +13,7 @@ mod badinput;
 mod common;
 mod faults;
 mod flow;
+mod knowledge;
 mod real_model;
 mod report;
 mod restart;

@@ -1,14 +1,20 @@
-//! The whole pipeline against the real model server (SmolLM2-135M, or Qwen2.5-0.5B with
-//! `RELATA_REAL_MODEL=qwen`, under llama-cpp-python, prepared by `scripts/real-model.sh`)
-//! on a few real Wikipedia summaries, with the configured extraction prompt (`extract-p3`
-//! by default). Ignored by default (slow; needs the server); `scripts/test` runs it.
+//! The whole pipeline in its default configuration (`extract-p4`) against real model
+//! servers on a few real Wikipedia summaries: llama-cpp-python (SmolLM2-135M, or
+//! Qwen2.5-0.5B with `RELATA_REAL_MODEL=qwen`, prepared by `scripts/real-model.sh`) in
+//! the `json_object_schema` dialect, and llama.cpp's own `llama-server` (built from the
+//! same llama.cpp source by `scripts/engines/`) in the `json_schema` dialect — the one
+//! OpenAI, vLLM and Ollama take too, compiled there by the converter Ollama uses.
+//! Ignored by default (slow; needs the servers); `scripts/test` runs them.
 //!
-//! It asserts that every outcome is classified, not that rows are accepted: a 135M model
-//! is expected to fail the gate most of the time.
+//! They assert that every outcome is classified, not that rows are accepted: a 135M model
+//! is expected to fail the gate most of the time. Every stored claim is judged again on
+//! its own by every check.
 
 use std::time::Duration;
 
-use relata_core::Task;
+use relata_core::{Handle, Task};
+use relata_model::{ClassifyClaim, Dialect, ModelClient, ModelConfig, ModelMetrics};
+use relata_validate::{ClassifyInput, GateConfig, judge_classify};
 
 use crate::common::Env;
 
@@ -17,7 +23,25 @@ const DOCS: usize = 3;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the real model server: eval \"$(scripts/real-model.sh)\""]
 async fn real_model_pipeline_classifies_every_outcome() {
+    let (env, docs) = Env::real_model("700", DOCS).await;
+    default_configuration(env, docs, Dialect::JsonObjectSchema).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs llama-server: eval \"$(scripts/engines/llama-server.sh)\""]
+async fn real_model_llama_server_default_configuration() {
     let (mut env, docs) = Env::real_model("700", DOCS).await;
+    let url = std::env::var("RELATA_LLAMA_SERVER_URL")
+        .expect("RELATA_LLAMA_SERVER_URL (scripts/engines/llama-server.sh)");
+    env.set("RELATA_MODEL_URL", &url);
+    env.set("RELATA_MODEL_NAME", "smollm2-135m");
+    env.set("RELATA_MODEL_DIALECT", "json_schema");
+    default_configuration(env, docs, Dialect::JsonSchema).await;
+}
+
+/// Ingest, extract, classify and answer through the configured server, asserting that
+/// every outcome is one the design names and every stored claim passes every check.
+async fn default_configuration(mut env: Env, docs: Vec<(String, String)>, dialect: Dialect) {
     env.set("RELATA_MODEL_MAX_CONCURRENCY", "1");
 
     let worker = env.spawn_worker(Task::Extract);
@@ -85,4 +109,61 @@ async fn real_model_pipeline_classifies_every_outcome() {
         rate.accepted_rows as f64, rows,
         "stored accepted rows vs counted"
     );
+
+    // Classify through the same server: two claims, one requested pair. The pipeline
+    // pairs claims about one entity across documents, which a small model rarely yields
+    // in three summaries, so the call is made directly, in the configured dialect.
+    let mut config = ModelConfig::default()
+        .with_env(|k| env.var(k))
+        .expect("the test's model settings");
+    config.dialect = dialect;
+    let client = ModelClient::new(config, ModelMetrics::default()).unwrap();
+    let claims = [
+        "Marie Curie was born in Warsaw in 1867.",
+        "Marie Curie was born in Paris in 1867.",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, s)| ClassifyClaim {
+        handle: Handle::nth(i as u32 + 1),
+        statement: (*s).to_owned(),
+    })
+    .collect::<Vec<_>>();
+    let pair = (Handle::nth(1), Handle::nth(2));
+    let call = client.classify(&claims, &[pair]).await;
+    match &call.result {
+        Ok(c) => {
+            let input = ClassifyInput {
+                handles: [pair.0, pair.1].into(),
+                pairs: [pair].into(),
+            };
+            let j = judge_classify(&GateConfig::default(), &input, c.content.as_bytes());
+            println!(
+                "classify through the server: {:?}, {:?}",
+                j.verdict(),
+                j.rejections()
+            );
+        }
+        // Invalid output is an outcome; a refused schema or a broken server is not.
+        Err(e) => assert_eq!(
+            e.class(),
+            relata_model::ErrorClass::InvalidOutput,
+            "classify: {e}"
+        ),
+    }
+
+    // Answer: an outcome of the answer gate, never a failure.
+    let out = env.relata(&["ask", "What is the subject of these articles?", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let answer: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        ["answered", "abstained", "degraded"].contains(&answer["status"].as_str().unwrap()),
+        "{answer}"
+    );
+    println!("answer through the server: {}", answer["status"]);
 }

@@ -128,7 +128,7 @@ async fn review_flow_end_to_end() {
     let shown = env.relata(&["review", "show", &first]);
     assert_eq!(shown.status.code(), Some(0), "{}", stderr(&shown));
     let shown = String::from_utf8_lossy(&shown.stdout);
-    assert!(shown.contains("policy rule: contradicts"), "{shown}");
+    assert!(shown.contains("policy rule: relations"), "{shown}");
     assert!(shown.contains("model call"), "{shown}");
 
     // Nobody outside the list, and nobody unnamed, decides.
