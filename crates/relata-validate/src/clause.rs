@@ -1051,6 +1051,7 @@ const PRONOUNS: &[&str] = &[
 /// Determiners that make a noun phrase point back into the text ("this method").
 const POINTING: &[&str] = &[
     "this", "that", "these", "those", "its", "his", "her", "their", "our", "such", "said",
+    "another",
 ];
 
 /// Words that open a noun phrase by quantity ("Many of these works").
@@ -1726,9 +1727,13 @@ pub(crate) fn dependent_in(subject: &str, phrase: &str) -> Option<&'static str> 
     let subject_words = words_of(subject);
     let last = subject_words.last()?;
     let phrase_words = words_of(phrase);
+    // A plural and its singular are one name here ("Accordions", "the accordion").
+    let same = |a: &str, b: &str| {
+        a == b || a.strip_suffix('s') == Some(b) || b.strip_suffix('s') == Some(a)
+    };
     let k = phrase_words
         .iter()
-        .position(|w| w.lower == last.lower || w.lower == format!("{}'s", last.lower))?;
+        .position(|w| same(&w.lower, &last.lower) || w.lower == format!("{}'s", last.lower))?;
     let first = k + 1 - subject_words.len().min(k + 1);
     let w = &phrase_words[k];
     if w.lower.ends_with("'s") && !last.lower.ends_with("'s") {
@@ -1745,8 +1750,31 @@ pub(crate) fn dependent_in(subject: &str, phrase: &str) -> Option<&'static str> 
     {
         return Some("a modifier");
     }
-    if first > 0 && phrase_words[first - 1].lower == "of" {
-        return Some("a complement");
+    // A complement after a preposition, over its determiner and lowercase modifiers: "The
+    // essential characteristic of the accordion", "Examples of pre-colonial African
+    // literature", "Key figures in the New York School".
+    let mut j = first;
+    while j > 0 && first - j < 3 {
+        let before = &phrase_words[j - 1];
+        if in_list(
+            &["of", "in", "for", "from", "about", "on", "at", "among"],
+            &before.lower,
+        ) {
+            // A part of a whole is about the whole: "About 45% of the visitors", "Many of
+            // the works".
+            let partitive = j > 1 && {
+                let head = &phrase_words[j - 2];
+                figure(head) || in_list(QUANTIFIERS, &head.lower) || head.text.ends_with('%')
+            };
+            return (j > 1 && !partitive).then_some("a complement");
+        }
+        let modifier = in_list(DETERMINERS, &before.lower)
+            || matches!(before.lower.as_str(), "the" | "a" | "an")
+            || !(capitalised(before) || figure(before));
+        if !modifier {
+            break;
+        }
+        j -= 1;
     }
     None
 }
@@ -1825,6 +1853,61 @@ pub(crate) enum Opening {
     Definite(String),
     /// No main clause: the reason in a few words.
     NoMainClause(&'static str),
+}
+
+/// A statement that stops before it is done: it trails off in an ellipsis ("… who adopts
+/// a character..."), or, with no closing punctuation, ends on an auxiliary or a relative
+/// word ("… skills that are").
+pub(crate) fn unfinished(statement: &str) -> Option<String> {
+    let t = statement.trim_end();
+    if t.ends_with("...") || t.ends_with('…') {
+        return Some("an ellipsis".to_owned());
+    }
+    if t.ends_with(['.', '!', '?', '"', '\'', ')', '”', '’']) {
+        return None;
+    }
+    let last = t
+        .rsplit(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .find(|w| !w.is_empty())?;
+    let lower = last.to_lowercase();
+    (in_list(AUXILIARIES, &lower) || matches!(lower.as_str(), "that" | "which" | "who" | "whose"))
+        .then(|| format!("{last:?}"))
+}
+
+/// A demonstrative phrase inside a statement whose subject is a name ("during this
+/// century", "the center of this movement"): it points back into the document, so the
+/// statement cannot be read alone. Capitalised, it opens the statement (judged as its
+/// opening) or is part of a title ("This Is Us") and points nowhere.
+pub(crate) fn points_back_inside(statement: &str) -> Option<String> {
+    let rest = statement;
+    let is_word = |c: char| c.is_alphanumeric() || c == '-' || c == '\'';
+    let mut words: Vec<(usize, &str)> = Vec::new();
+    let mut start = None;
+    for (i, c) in rest
+        .char_indices()
+        .chain(std::iter::once((rest.len(), ' ')))
+    {
+        match (is_word(c), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                words.push((s, &rest[s..i]));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    words.windows(2).find_map(|pair| {
+        let ((at, w), (next_at, next)) = (pair[0], pair[1]);
+        // A century or decade with no figure is the one the document was speaking of.
+        if w == "the" && matches!(next, "century" | "decade") {
+            return Some(rest[at..next_at + next.len()].to_owned());
+        }
+        let determiner = matches!(w, "this" | "these" | "those");
+        let noun = next.chars().next().is_some_and(char::is_lowercase)
+            && !in_list(AUXILIARIES, next)
+            && !in_list(PRONOUNS, next);
+        (determiner && noun).then(|| rest[at..next_at + next.len()].to_owned())
+    })
 }
 
 /// A statement as the checks read it: how it opens, and the words of its opening noun
@@ -1981,6 +2064,28 @@ pub(crate) fn read(text: &str) -> Reading {
         Opening::Subject
     };
     let np_pronoun = np_words.iter().any(|w| in_list(PERSONAL, &w.lower));
+    // A possessive or pronoun inside the phrase with no name before it for it to stand for:
+    // "The first six of its twelve books" leans on the text before as "Its plot" does.
+    let opening = match opening {
+        Opening::Subject => {
+            let anchored = |before: &[&Word]| {
+                before.iter().enumerate().any(|(i, w)| {
+                    capitalised(w)
+                        && (i > 0
+                            || !(matches!(w.lower.as_str(), "the" | "a" | "an")
+                                || in_list(QUANTIFIERS, &w.lower)
+                                || in_list(POINTING, &w.lower)))
+                })
+            };
+            match np_words.iter().position(|w| in_list(PERSONAL, &w.lower)) {
+                Some(p) if !anchored(&np_words[..p]) => {
+                    Opening::Pointing(text[np.0..np.1].to_owned())
+                }
+                _ => Opening::Subject,
+            }
+        }
+        other => other,
+    };
     let verb = {
         let finite = words[v].lower.as_str();
         let carried = in_list(AUXILIARIES, finite)
@@ -2007,6 +2112,80 @@ pub(crate) fn read(text: &str) -> Reading {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pronoun_inside_the_opening_with_no_name_before_it_points_back() {
+        for s in [
+            "The first six of its twelve books tell the story of Aeneas.",
+            "Another well-known book is the Garima Gospels.",
+        ] {
+            assert!(
+                matches!(opening(s), Opening::Pointing(_)),
+                "{s}: {:?}",
+                opening(s)
+            );
+        }
+        for s in [
+            "Marie Curie and her husband shared the prize.",
+            "The Aeneid and its twelve books tell the story of Aeneas.",
+        ] {
+            assert_eq!(opening(s), Opening::Subject, "{s}");
+        }
+    }
+
+    #[test]
+    fn an_unfinished_statement_is_seen() {
+        assert_eq!(
+            unfinished("The Act is an activity in which an actor adopts a character...").as_deref(),
+            Some("an ellipsis")
+        );
+        assert_eq!(
+            unfinished("The Acrobats is performed by the acrobatic skills that are ").as_deref(),
+            Some("\"are\"")
+        );
+        assert_eq!(unfinished("Marie Curie was a physicist."), None);
+        assert_eq!(unfinished("It is what it is."), None);
+        assert_eq!(
+            unfinished("Paris is where the government is"),
+            Some("\"is\"".to_owned())
+        );
+    }
+
+    #[test]
+    fn a_demonstrative_inside_points_back() {
+        for (statement, phrase) in [
+            (
+                "Jazz and ethnic folk music became important influences on many composers during this century.",
+                "this century",
+            ),
+            (
+                "Key figures in the New York School, which was the center of this movement, included Jackson Pollock.",
+                "this movement",
+            ),
+            (
+                "Its réalisateurs used these réseaux often.",
+                "these réseaux",
+            ),
+            (
+                "Minimalism started later in the century and can be seen as a change.",
+                "the century",
+            ),
+        ] {
+            assert_eq!(
+                points_back_inside(statement).as_deref(),
+                Some(phrase),
+                "{statement}"
+            );
+        }
+        for statement in [
+            "Marie Curie won the Nobel Prize in Physics in 1903.",
+            "This Is Us is an American television series.",
+            "The album was named after the song This Must Be the Place.",
+            "Paris is the city this is about.",
+        ] {
+            assert_eq!(points_back_inside(statement), None, "{statement}");
+        }
+    }
 
     fn opening(s: &str) -> Opening {
         read(s).opening

@@ -762,7 +762,7 @@ fn check_claim<'j>(
         reading.opening = Opening::Subject;
     }
     row.check(Check::Standalone, Reason::NotStandalone, || {
-        not_standalone(&reading.opening, statement)
+        not_standalone(&reading, statement)
     })?;
     let found_quote = &chunk.text[start..end];
     // The sentences before the source that its referring opening may be read with.
@@ -830,7 +830,8 @@ fn check_claim<'j>(
         })
     })?;
     row.check(Check::SubjectTopic, Reason::WrongSubject, || {
-        wrong_subject(&reading, statement, subject, chunk)
+        let referents = context.as_ref().map(|c| c.phrases.as_slice());
+        wrong_subject(&reading, statement, subject, chunk, referents)
     })?;
     let key = ClaimKey {
         span: (quote_start, end),
@@ -868,15 +869,37 @@ fn check_claim<'j>(
 /// "Korean popular culture", "Seurat" in "Seurat's most famous work", "Westminster" in
 /// "The Elizabeth Tower of the Palace of Westminster"); for a statement without a main
 /// clause, a subject it mentions (the fragment describes something else). A statement
-/// whose subject refers back names nothing, so it is left to `standalone`.
+/// whose subject refers back ("It …", "This method …") is about what its source's opening
+/// refers to: the subject must be named by one of the `referents` the chunk gives before
+/// the source (it cannot be read alone either, which `standalone` judges).
 fn wrong_subject(
     reading: &crate::clause::Reading,
     statement: &str,
     subject: &str,
     chunk: &Chunk<'_>,
+    referents: Option<&[String]>,
 ) -> Option<String> {
     match &reading.opening {
-        Opening::Pronoun(_) | Opening::Pointing(_) | Opening::Definite(_) => None,
+        Opening::Pronoun(p) | Opening::Pointing(p) | Opening::Definite(p) => {
+            let referents = referents.filter(|r| !r.is_empty())?;
+            let names = |phrase: &str| chunk.support.names_subject(subject, phrase, chunk.names());
+            // "These eddy currents …" is about eddy currents, whatever it points back to;
+            // "Its plot …" is about a plot, not about what "its" stands for.
+            let possessive = p.split_whitespace().next().is_some_and(|w| {
+                matches!(
+                    w.to_lowercase().as_str(),
+                    "its" | "his" | "her" | "their" | "our"
+                )
+            });
+            (!names(p) && (possessive || !referents.iter().any(|r| names(r)))).then(|| {
+                format!(
+                    "subject {} is not what {} stands for (the sentences before speak of {})",
+                    excerpt(subject, 40),
+                    excerpt(p, 30),
+                    excerpt(&referents.join("; "), 60)
+                )
+            })
+        }
         Opening::NoMainClause(_) => chunk.support.mentions(subject, statement).then(|| {
             format!(
                 "the statement has no subject of its own, and {} is something it mentions",
@@ -904,18 +927,26 @@ fn wrong_subject(
 }
 
 /// Why a statement cannot be read alone, from how it opens and how it ends.
-fn not_standalone(opening: &Opening, statement: &str) -> Option<String> {
+fn not_standalone(reading: &crate::clause::Reading, statement: &str) -> Option<String> {
     if let Some(last) = crate::support::dangling_end(statement) {
         return Some(format!(
             "it is cut mid-phrase (it ends on {})",
             excerpt(last, 24)
         ));
     }
+    if let Some(end) = crate::clause::unfinished(statement) {
+        return Some(format!("it is unfinished (it ends on {end})"));
+    }
     if let Some(pair) = crate::clause::garbled(statement) {
         return Some(format!("it is garbled ({})", excerpt(&pair, 30)));
     }
-    match opening {
-        Opening::Subject => None,
+    match &reading.opening {
+        Opening::Subject => crate::clause::points_back_inside(statement).map(|p| {
+            format!(
+                "{} points back into the document: a reader without it cannot tell which",
+                excerpt(&p, 40)
+            )
+        }),
         Opening::Pronoun(p) => Some(format!(
             "its subject is the pronoun {}: a reader without the document cannot tell what it is",
             excerpt(p, 30)

@@ -1037,7 +1037,17 @@ impl Support {
             return true;
         }
         let head = &subject_words.words[subject_words.words.len() - 1];
-        if !phrase_words.words.iter().any(|p| p.lower == head.lower) {
+        // The head stands for the subject as a name ("Curie") or alone ("the music"); after
+        // a modifier the subject lacks it is another thing ("electronic music" is not
+        // "20th-century classical music").
+        let stands_for = |i: usize| {
+            let w = &phrase_words.words[i];
+            w.lower == head.lower
+                && (w.capitalised
+                    || i == 0
+                    || found_exact(&phrase_words.words[i - 1], &subject_words.words))
+        };
+        if !(0..phrase_words.words.len()).any(stands_for) {
             return false;
         }
         let first = names.iter().find(|n| {
@@ -1345,6 +1355,21 @@ mod tests {
                 referent_required: false,
             })
             .err()
+    }
+
+    #[test]
+    fn a_head_after_another_modifier_names_another_thing() {
+        let support = Support::new(SupportSettings::default());
+        let names = ["Marie Curie".to_owned(), "Pierre Curie".to_owned()];
+        assert!(support.names_subject("Marie Curie", "Curie", &names));
+        assert!(!support.names_subject("Pierre Curie", "Curie", &names));
+        let names = ["20th-century classical music".to_owned()];
+        assert!(support.names_subject("20th-century classical music", "The music", &names));
+        assert!(!support.names_subject(
+            "20th-century classical music",
+            "Aleatory, atonality, serialism, musique concrète, and electronic music",
+            &names
+        ));
     }
 
     const CURIE: &str = "Marie Curie was a Polish and naturalised-French physicist and chemist. \

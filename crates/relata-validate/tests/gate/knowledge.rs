@@ -47,6 +47,11 @@ fn set() -> Set {
     serde_json::from_str(include_str!("knowledge.json")).unwrap()
 }
 
+/// Real model outputs, labelled the same way (`real.json`).
+fn real() -> Set {
+    serde_json::from_str(include_str!("real.json")).unwrap()
+}
+
 /// The checks measured here, with the label each is measured against and the reason it
 /// rejects with.
 const MEASURED: [(Check, Reason, &str); 3] = [
@@ -169,6 +174,7 @@ fn ratio(a: usize, b: usize) -> f64 {
 
 /// Every item judged by `check` alone: the overall tally and one per category.
 fn measure(
+    items: &[Item],
     check: Check,
     reason: Reason,
     which: &str,
@@ -177,10 +183,10 @@ fn measure(
     let config = alone(check);
     let mut all = Tally::default();
     let mut by: BTreeMap<String, Tally> = BTreeMap::new();
-    for item in set().items {
-        let (rej, detail) = rejected(&config, &item, reason)
+    for item in items {
+        let (rej, detail) = rejected(&config, item, reason)
             .unwrap_or_else(|e| panic!("{} ({check}): rejected for another reason: {e}", item.id));
-        let good = label(&item, which);
+        let good = label(item, which);
         all.add(good, rej);
         by.entry(item.category.clone()).or_default().add(good, rej);
         if show && good == rej {
@@ -221,30 +227,37 @@ fn knowledge_set_is_well_formed() {
     }
 }
 
+/// Prints each check's figures on `items`, one line per category.
+fn report(items: &[Item], check: Check, reason: Reason, which: &str) -> Tally {
+    let (all, by) = measure(items, check, reason, which, true);
+    println!(
+        "{check}: {} items; bad rejected {:.1}%, good kept {:.1}% ({} caught, {} missed, {} kept, {} lost)",
+        all.caught + all.missed + all.kept + all.lost,
+        100.0 * all.bad_rejected(),
+        100.0 * all.good_kept(),
+        all.caught,
+        all.missed,
+        all.kept,
+        all.lost
+    );
+    for (cat, t) in &by {
+        println!(
+            "    {cat:<22} bad rejected {}/{}, good kept {}/{}",
+            t.caught,
+            t.caught + t.missed,
+            t.kept,
+            t.kept + t.lost
+        );
+    }
+    all
+}
+
 #[test]
 fn knowledge_checks_meet_their_targets_on_the_labelled_set() {
+    let items = set().items;
     let mut failures = Vec::new();
     for (check, reason, which) in MEASURED {
-        let (all, by) = measure(check, reason, which, true);
-        println!(
-            "{check}: {} items; bad rejected {:.1}%, good kept {:.1}% ({} caught, {} missed, {} kept, {} lost)",
-            all.caught + all.missed + all.kept + all.lost,
-            100.0 * all.bad_rejected(),
-            100.0 * all.good_kept(),
-            all.caught,
-            all.missed,
-            all.kept,
-            all.lost
-        );
-        for (cat, t) in &by {
-            println!(
-                "    {cat:<22} bad rejected {}/{}, good kept {}/{}",
-                t.caught,
-                t.caught + t.missed,
-                t.kept,
-                t.kept + t.lost
-            );
-        }
+        let all = report(&items, check, reason, which);
         if all.bad_rejected() < 0.95 {
             failures.push(format!("{check}: bad rejected {:.3}", all.bad_rejected()));
         }
@@ -269,9 +282,67 @@ fn knowledge_checks_switched_off_reject_nothing() {
                 },
             )
             .unwrap();
-        for item in set().items.iter().take(120) {
+        for item in set().items.iter().take(120).chain(&real().items) {
             let (rej, _) = rejected(&config, item, reason).unwrap();
             assert!(!rej, "{}: {check} off still rejects", item.id);
         }
     }
+}
+
+/// The real outputs as the whole default gate judges them: what a user reads is what it
+/// accepts, so the target (issue "knowledge, not sentences": by hand, at least 90% of
+/// accepted claims standalone, about their subject and supported) is on the accepted
+/// claims. Each check's own figures on these outputs print too (they are reported in
+/// BENCHMARKS.md, not held to the labelled set's targets: real outputs are what the
+/// checks were not written from).
+#[test]
+fn real_outputs_the_gate_accepts_are_knowledge() {
+    let set = real();
+    let mut ids = std::collections::HashSet::new();
+    for item in &set.items {
+        assert!(ids.insert(&item.id), "duplicate id {}", item.id);
+        assert!(item.chunk.contains(&item.source), "{}", item.id);
+    }
+    for (check, reason, which) in MEASURED {
+        report(&set.items, check, reason, which);
+    }
+    let config = GateConfig::default();
+    let mut by: BTreeMap<String, [usize; 4]> = BTreeMap::new();
+    for item in &set.items {
+        let (shape, raw) = response(item);
+        let j = judge_extract_as(&config, shape, &item.chunk, raw.as_bytes(), None);
+        let accepted = j
+            .rows()
+            .iter()
+            .any(|r| r.kind == RowKind::Claim && r.reason().is_none());
+        if !accepted {
+            continue;
+        }
+        let t = by.entry(item.category.clone()).or_default();
+        t[0] += 1;
+        for (k, (_, _, which)) in MEASURED.iter().enumerate() {
+            if label(item, which) {
+                t[k + 1] += 1;
+            } else {
+                println!("  accepted, not {which}: {} {:?}", item.id, item.statement);
+            }
+        }
+    }
+    let mut failures = Vec::new();
+    for (cat, [n, standalone, about, supported]) in &by {
+        println!(
+            "{cat}: {n} of the model's claims accepted; by hand {standalone} standalone, {about} about their subject, {supported} supported"
+        );
+        for (which, good) in [
+            ("standalone", standalone),
+            ("about_subject", about),
+            ("supported", supported),
+        ] {
+            if (*good as f64) < 0.9 * *n as f64 {
+                failures.push(format!("{cat}: {good} of {n} accepted {which}"));
+            }
+        }
+    }
+    assert!(!by.is_empty(), "the gate accepted none of the real outputs");
+    assert!(failures.is_empty(), "{failures:?}");
 }
