@@ -93,16 +93,46 @@ async fn print_acceptance(world: &World, docs: usize, seconds: f64) -> Result<()
             .collect::<Vec<_>>()
             .join(", ")
     );
-    println!(
-        "  supported claims per document {:.2}; completion tokens per accepted claim {}; seconds per document {:.1}",
-        accepted as f64 / docs.max(1) as f64,
+    let per = |n: i64| -> String {
         if accepted > 0 {
-            format!("{:.0}", tokens as f64 / accepted as f64)
+            format!("{:.0}", n as f64 / accepted as f64)
         } else {
-            format!("- ({tokens} tokens, no claim)")
-        },
+            format!("- ({n} tokens, no claim)")
+        }
+    };
+    // Coverage: the share of the chunks' sentences (as extract-p4 numbers them) that
+    // yielded an accepted claim; a claim's own sentence is the last its quote covers.
+    let chunks = world.store.chunk_claims().await?;
+    let (mut sentences, mut covered) = (0usize, 0usize);
+    for c in &chunks {
+        let spans = relata_core::sentences::handled(&c.text);
+        sentences += spans.len();
+        covered += spans
+            .iter()
+            .filter(|&&(s, e)| c.quotes.iter().any(|&(_, qe)| qe > s && qe <= e))
+            .count();
+    }
+    // Source tokens estimated at four bytes a token (English prose, these tokenizers).
+    let source_tokens = a.source_bytes as f64 / 4.0;
+    println!(
+        "  per document: entities {:.2}, accepted claims {:.2}; coverage {covered} of {sentences} sentences ({:.0}%)",
+        a.entities as f64 / docs.max(1) as f64,
+        accepted as f64 / docs.max(1) as f64,
+        100.0 * covered as f64 / sentences.max(1) as f64
+    );
+    println!(
+        "  per accepted claim: output tokens {}, total tokens {}; model tokens per 1,000 source tokens {:.0}; seconds per document {:.1}",
+        per(tokens),
+        per(tokens + a.prompt_tokens),
+        1000.0 * (tokens + a.prompt_tokens) as f64 / source_tokens.max(1.0),
         seconds / docs.max(1) as f64
     );
+    for (name, ty, statements) in world.store.entities_with_claims(8).await? {
+        println!("  entity {name} ({ty}):");
+        for st in statements.iter().take(4) {
+            println!("      {st}");
+        }
+    }
     for (statement, quote) in world.store.claim_sample(40).await? {
         println!("  claim: {statement:?} <- {quote:?}");
     }

@@ -47,6 +47,20 @@ pub struct ExtractAcceptance {
     /// Rejected claim rows by reason, most frequent first.
     pub rejected_claims: Vec<(String, i64)>,
     pub completion_tokens: i64,
+    pub prompt_tokens: i64,
+    /// Entities stored (listed by the model or implied by a claim's subject).
+    pub entities: i64,
+    /// Bytes of chunk text the calls were about.
+    pub source_bytes: i64,
+}
+
+/// A chunk and the claims accepted from it, for coverage: how many of its sentences
+/// yielded a claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkClaims {
+    pub text: String,
+    /// Each accepted claim's quote span, as byte offsets in the chunk.
+    pub quotes: Vec<(usize, usize)>,
 }
 
 /// Rows written twice for one (job, row), and jobs with two outcomes: each must be 0.
@@ -190,8 +204,9 @@ impl Store {
         )
         .fetch_optional(&self.pool)
         .await?;
-        let completion_tokens: Option<i64> = sqlx::query_scalar(
-            "SELECT sum(completion_tokens)::bigint FROM model_calls WHERE task = 'extract'",
+        let (completion_tokens, prompt_tokens): (Option<i64>, Option<i64>) = sqlx::query_as(
+            "SELECT sum(completion_tokens)::bigint, sum(prompt_tokens)::bigint
+             FROM model_calls WHERE task = 'extract'",
         )
         .fetch_one(&self.pool)
         .await?;
@@ -218,7 +233,56 @@ impl Store {
                 )
                 .await?,
             completion_tokens: completion_tokens.unwrap_or(0),
+            prompt_tokens: prompt_tokens.unwrap_or(0),
+            entities: self.count("SELECT count(*) FROM entities").await?,
+            source_bytes: self
+                .count(
+                    "SELECT coalesce(sum(octet_length(c.text)), 0)::bigint FROM jobs j
+                     JOIN chunks c ON c.id = j.chunk_id WHERE j.task = 'extract'",
+                )
+                .await?,
         })
+    }
+
+    /// Every chunk an extract job was about, with its accepted claims' quote spans.
+    pub async fn chunk_claims(&self) -> Result<Vec<ChunkClaims>> {
+        let chunks: Vec<(i64, i32, String)> = sqlx::query_as(
+            "SELECT c.id, c.start_byte, c.text FROM jobs j JOIN chunks c ON c.id = j.chunk_id
+             WHERE j.task = 'extract' ORDER BY c.id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let claims: Vec<(i64, i32, i32)> =
+            sqlx::query_as("SELECT chunk_id, quote_start, quote_end FROM claims")
+                .fetch_all(&self.pool)
+                .await?;
+        Ok(chunks
+            .into_iter()
+            .map(|(id, start, text)| ChunkClaims {
+                quotes: claims
+                    .iter()
+                    .filter(|(c, _, _)| *c == id)
+                    .map(|(_, s, e)| ((s - start).max(0) as usize, (e - start).max(0) as usize))
+                    .collect(),
+                text,
+            })
+            .collect())
+    }
+
+    /// Up to `limit` entities with the statements of the claims linked to them, the
+    /// entities with the most claims first: what a person browsing the graph sees.
+    pub async fn entities_with_claims(
+        &self,
+        limit: i64,
+    ) -> Result<Vec<(String, String, Vec<String>)>> {
+        Ok(sqlx::query_as(
+            "SELECT e.name, e.entity_type, array_agg(c.statement ORDER BY c.id)
+             FROM entities e JOIN claims c ON c.entity_id = e.id
+             GROUP BY e.id, e.name, e.entity_type ORDER BY count(*) DESC, e.id LIMIT $1",
+        )
+        .bind(limit)
+        .fetch_all(&self.pool)
+        .await?)
     }
 
     pub async fn duplicates(&self) -> Result<Duplicates> {
