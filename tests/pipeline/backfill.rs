@@ -417,3 +417,104 @@ async fn an_extract_backfill_moves_a_store_from_p1_to_p2() {
     assert_eq!(current.len(), 1, "{current:?}");
     assert_eq!(current[0]["provenance"]["prompt_version"], "extract-p2");
 }
+
+/// A store extracted under `extract-p3` moves to the default `extract-p4` by a backfill:
+/// the new job sends the chunk as numbered sentences and the `relata.extract` v2 schema,
+/// the p4 claims replace the p3 ones as current, and the claim whose sentence began with
+/// "She" is stored standalone, about the entity the sentence before names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_extract_backfill_moves_a_store_from_p3_to_p4() {
+    let options = FakeOptions {
+        models: vec!["fake-model".into()],
+        // First match wins: only the p4 request speaks of numbered sentences.
+        routes: vec![
+            route(
+                "numbered sentences",
+                r#"{"entities":[{"name":"Marie Curie","type":"person"},{"name":"Pierre Curie","type":"person"}],
+                    "claims":{"S1":{"subject":"Marie Curie","statement":"Marie Curie was a physicist and chemist."},
+                              "S2":{"subject":"Marie Curie","statement":"Marie Curie won the Nobel Prize in Physics in 1903, with Pierre Curie."}}}"#,
+            ),
+            route(
+                "physicist and chemist",
+                r#"{"entities":[{"name":"Marie Curie","type":"person"}],
+                    "claims":[{"statement":"Marie Curie won the Nobel Prize in Physics in 1903","quote":"She won the Nobel Prize in Physics in 1903","subject":"Marie Curie"}]}"#,
+            ),
+        ],
+        ..FakeOptions::default()
+    };
+    let mut env = Env::new(options, vec![]).await;
+    // p3's tuple schema is refused with `json_schema`; llama-cpp-python's dialect takes both.
+    env.set("RELATA_MODEL_DIALECT", "json_object_schema");
+    env.set("RELATA_MODEL_EXTRACT_PROMPT", "extract-p3");
+    let worker = env.spawn_worker(Task::Extract);
+    ingest(&env, &env.write_doc("curie-a.txt", CURIE_A), "wiki");
+    env.wait_for_jobs(Task::Extract, 1, Duration::from_secs(60))
+        .await;
+    assert_eq!(worker.terminate(), Some(0));
+
+    env.set("RELATA_MODEL_EXTRACT_PROMPT", "extract-p4");
+    let run = json_out(&env.relata(&["backfill", "--task", "extract", "--json"]));
+    assert_eq!(run["jobs_published"], 1, "{run}");
+    let worker = env.spawn_worker(Task::Extract);
+    env.wait_for_jobs(Task::Extract, 2, Duration::from_secs(60))
+        .await;
+    assert_eq!(worker.terminate(), Some(0));
+
+    let p4 = env
+        .chat_bodies()
+        .into_iter()
+        .filter(|b| b.contains("numbered sentences"))
+        .collect::<Vec<_>>();
+    assert_eq!(p4.len(), 1, "one p4 request");
+    // The v2 schema: claims keyed by the handles of the chunk's two sentences.
+    assert!(p4[0].contains(r#""required":["S1","S2"]"#), "{}", p4[0]);
+    assert!(
+        p4[0].contains("S2: She won the Nobel Prize in Physics in 1903"),
+        "{}",
+        p4[0]
+    );
+
+    let store = env.store().await;
+    let calls: Vec<(String, String, Option<String>)> = sqlx::query_as(
+        "SELECT j.prompt_version, j.state, c.sent_schema_sha256 FROM jobs j
+         JOIN model_calls c USING (job_id) WHERE j.task = 'extract' ORDER BY j.created_at",
+    )
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls[0].0, "extract-p3");
+    assert_eq!(calls[1].0, "extract-p4");
+    assert_ne!(calls[0].2, calls[1].2, "p4 sends another schema: {calls:?}");
+    assert!(calls.iter().all(|c| c.1 == "accepted"), "{calls:?}");
+
+    let records = env.export();
+    let mut current: Vec<_> = records
+        .iter()
+        .filter(|r| r["kind"] == "claim")
+        .map(|r| {
+            (
+                r["provenance"]["prompt_version"]
+                    .as_str()
+                    .unwrap()
+                    .to_owned(),
+                r["statement"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    current.sort();
+    assert_eq!(
+        current,
+        vec![
+            (
+                "extract-p4".to_owned(),
+                "Marie Curie was a physicist and chemist.".to_owned()
+            ),
+            (
+                "extract-p4".to_owned(),
+                "Marie Curie won the Nobel Prize in Physics in 1903, with Pierre Curie.".to_owned()
+            ),
+        ],
+        "{records:?}"
+    );
+}
