@@ -17,8 +17,9 @@ BUILD="$CACHE/llama-build"
 TOOLS="$CACHE/tools-venv"
 say() { printf 'build-llama: %s\n' "$*" >&2; }
 
-# The stamp names what the binaries were built from: the sdist version and our tool's source.
-stamp="$VERSION $(sha256sum "$HERE/llama-schema-check.cpp" "$HERE/CMakeLists.txt" | sha256sum | cut -c1-16)"
+# The stamp names what the binaries were built from: the sdist version and our tool's source
+# (its content, not where the checkout is).
+stamp="$VERSION $(cat "$HERE/llama-schema-check.cpp" "$HERE/CMakeLists.txt" | sha256sum | cut -c1-16)"
 server="$BUILD/bin/llama-server"
 check="$BUILD/llama-schema-check"
 if [ -x "$server" ] && [ -x "$check" ] && [ "$(cat "$BUILD/stamp" 2>/dev/null)" = "$stamp" ]; then
@@ -39,9 +40,17 @@ else
     "$TOOLS/bin/pip" install --quiet cmake ninja >&2
   fi
   export PATH="$TOOLS/bin:$PATH"
+  # CMake ties a build directory to one source directory: build from a copy in the cache,
+  # so every checkout (a CI clone anywhere) shares the build.
+  TOOL_SRC="$CACHE/llama-tool-src"
+  mkdir -p "$TOOL_SRC"
+  cp "$HERE/llama-schema-check.cpp" "$HERE/CMakeLists.txt" "$TOOL_SRC/"
+  if [ -f "$BUILD/CMakeCache.txt" ] && ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$TOOL_SRC" "$BUILD/CMakeCache.txt"; then
+    rm -rf "$BUILD/CMakeCache.txt" "$BUILD/CMakeFiles"
+  fi
   say "building llama-server and llama-schema-check (about 15 minutes once; log: $BUILD.log)"
   # GGML_NATIVE=OFF: a build tuned to one CPU crashes on another machine of the same kind.
-  if ! { cmake -S "$HERE" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  if ! { cmake -S "$TOOL_SRC" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
           -DLLAMA_SOURCE_DIR="$SRC/vendor/llama.cpp" -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF \
           -DLLAMA_OPENSSL=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
           -DLLAMA_BUILD_COMMON=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_SERVER=ON -DLLAMA_BUILD_APP=OFF \

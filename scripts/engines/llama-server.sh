@@ -16,7 +16,8 @@ LOG="$CACHE/llama-server-cpp.log"
 URL="http://127.0.0.1:$PORT/v1"
 say() { printf 'llama-server: %s\n' "$*" >&2; }
 
-eval "$("$HERE/build-llama.sh")"
+built="$("$HERE/build-llama.sh")"
+eval "$built"
 if [ ! -s "$GGUF" ]; then
   say "no model at $GGUF: run scripts/real-model.sh first (it fetches it)"
   exit 1

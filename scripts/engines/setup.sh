@@ -28,7 +28,9 @@ if ! "$VENV/bin/python" -c 'import llguidance, transformers, tvm_ffi' >/dev/null
     numpy==2.4.6 typing_extensions==4.16.0 transformers==5.25.0 >&2
 fi
 
-eval "$("$HERE/build-llama.sh")"
+# An assignment, so that a failed build stops this script (an `eval "$(…)"` would not).
+built="$("$HERE/build-llama.sh")"
+eval "$built"
 if [ ! -x "$CACHE/llama-venv/bin/python" ]; then
   say "no llama-cpp-python venv: run scripts/real-model.sh first (it builds it)"
   exit 1
