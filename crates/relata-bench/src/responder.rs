@@ -377,6 +377,9 @@ pub fn grounded(user: &str, rows: usize) -> String {
     let Some(source) = source_of(user) else {
         return r#"{"entities":[],"claims":[]}"#.to_owned();
     };
+    if source.starts_with("S1: ") {
+        return grounded_v2(source, rows);
+    }
     let mut entities = Vec::new();
     let mut claims = Vec::new();
     let mut seen = std::collections::HashSet::new();
@@ -396,6 +399,47 @@ pub fn grounded(user: &str, rows: usize) -> String {
             "subject": name,
         }));
     }
+    json!({"entities": entities, "claims": claims}).to_string()
+}
+
+/// A valid `relata.extract` v2 answer (`extract-p4`) to a chunk shown as numbered
+/// sentences with its names listed: each sentence that opens with a listed name gets a
+/// claim about that name stating the sentence itself (it reads alone and its support is
+/// total), the others `null`; at most `rows / 2` claims, and their subjects as entities.
+fn grounded_v2(source: &str, rows: usize) -> String {
+    let names: Vec<&str> = source
+        .lines()
+        .find_map(|l| l.strip_prefix("Names: "))
+        .map(|l| l.split("; ").collect())
+        .unwrap_or_default();
+    let mut claims = serde_json::Map::new();
+    let mut subjects: Vec<&str> = Vec::new();
+    for line in source.lines() {
+        let Some((handle, sentence)) = line.split_once(": ") else {
+            continue;
+        };
+        if !(handle.starts_with('S') && handle[1..].bytes().all(|b| b.is_ascii_digit())) {
+            continue;
+        }
+        let subject = names
+            .iter()
+            .filter(|n| sentence.starts_with(**n) || sentence.starts_with(&format!("The {n}")))
+            .max_by_key(|n| n.len());
+        let claim = match subject {
+            Some(name) if claims.values().filter(|c| !c.is_null()).count() * 2 < rows => {
+                if !subjects.contains(name) {
+                    subjects.push(name);
+                }
+                json!({"subject": name, "statement": sentence})
+            }
+            _ => Value::Null,
+        };
+        claims.insert(handle.to_owned(), claim);
+    }
+    let entities: Vec<Value> = subjects
+        .iter()
+        .map(|n| json!({"name": n, "type": "other"}))
+        .collect();
     json!({"entities": entities, "claims": claims}).to_string()
 }
 
@@ -443,6 +487,22 @@ mod tests {
             let q = c["quote"].as_str().unwrap_or("?");
             assert!(user.contains(q), "{q}");
         }
+    }
+
+    #[test]
+    fn grounded_v2_claims_state_sentences_about_listed_names() {
+        let user = "BEGIN X\nS1: Ada Lovelace wrote the first algorithm.\nS2: It ran on nothing.\nNames: Ada Lovelace; Charles Babbage\nEND X";
+        let v: Value = serde_json::from_str(&grounded(user, 10)).unwrap_or(Value::Null);
+        assert_eq!(v["claims"]["S1"]["subject"], "Ada Lovelace");
+        assert_eq!(
+            v["claims"]["S1"]["statement"],
+            "Ada Lovelace wrote the first algorithm."
+        );
+        assert!(v["claims"]["S2"].is_null(), "{v}");
+        assert_eq!(
+            v["entities"],
+            json!([{"name": "Ada Lovelace", "type": "other"}])
+        );
     }
 
     #[test]
