@@ -490,7 +490,12 @@ async fn serve_answers_over_http_and_refuses_bad_requests() {
         (r#"{"question": "   "}"#, Some("question")),
         (r#"{"question": "Where?", "k": 0}"#, Some("k")),
         (r#"{"question": "Where?", "k": 21}"#, Some("k")),
+        // A value of the wrong type names its field, never the value.
+        (r#"{"question": 42}"#, Some("question")),
+        (r#"{"question": "Where?", "k": 1e9}"#, Some("k")),
+        (r#"{"question": "Where?", "k": "3"}"#, Some("k")),
         ("not json", None),
+        ("[1, 2]", None),
     ] {
         let (status, v) = server.post(body).await;
         assert_eq!(status, 400, "{body}: {v}");

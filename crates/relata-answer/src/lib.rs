@@ -34,11 +34,12 @@
 //! AMQP, SQL or the OpenAI wire format.
 
 mod answer;
+pub mod listen;
 mod metrics;
 pub mod server;
 
 pub use answer::{
-    Answer, Answerer, AskError, Caveat, ContradictionOut, MAX_QUESTION_BYTES, NO_SOURCES, Source,
-    SourceClaim, check_request,
+    Answer, Answerer, AskError, Caveat, ContradictionOut, MAX_QUESTION_BYTES, NO_SOURCES,
+    SOURCE_ALTERED, Source, SourceClaim, check_request,
 };
 pub use metrics::{AnswerChecksConfigured, AnswerMetrics};

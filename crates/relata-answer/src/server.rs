@@ -12,9 +12,9 @@
 //! [`router`] returns a plain `Router<()>` so other routers can be merged into the same
 //! server; [`serve`] serves with the client's address available
 //! (`ConnectInfo<SocketAddr>`) until the shutdown future it is given resolves, letting
-//! requests in flight finish.
+//! requests in flight finish, within bounds on held connections ([`crate::listen`]). A
+//! declared body length over the limit is refused with 413 before the body is read.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -26,7 +26,6 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use prometheus_client::registry::Registry;
-use serde::Deserialize;
 use tokio::sync::Semaphore;
 
 use crate::{Answerer, AskError};
@@ -75,7 +74,11 @@ pub fn router(answerer: Answerer, registry: Arc<Registry>, config: ServeConfig) 
     Router::new()
         .route(
             "/v1/answers",
-            post(answers).layer(DefaultBodyLimit::max(MAX_BODY_BYTES)),
+            post(answers)
+                .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+                .route_layer(axum::middleware::from_fn(|r, n| {
+                    crate::listen::refuse_declared_over(MAX_BODY_BYTES, r, n)
+                })),
         )
         .with_state(state)
         .merge(relata_ops::router(registry, ready))
@@ -95,30 +98,74 @@ impl relata_ops::ReadyCheck for StoreReady {
     }
 }
 
-/// Serve `router` on `listener` until `shutdown` resolves (the binary passes its one
-/// SIGTERM/SIGINT signal); requests in flight finish.
+/// Serve `router` on `listener` within `limits` until `shutdown` resolves (the binary
+/// passes its one SIGTERM/SIGINT signal); requests in flight finish. See
+/// [`crate::listen`] for what the limits hold.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     router: Router,
+    limits: crate::listen::Limits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(
-        listener,
-        router.into_make_service_with_connect_info::<SocketAddr>(),
-    )
-    .with_graceful_shutdown(async move {
-        shutdown.await;
-        tracing::info!("shutting down: no new requests; finishing those in flight");
-    })
-    .await
+    crate::listen::serve(listener, router, limits, shutdown).await
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, PartialEq, Eq)]
 struct AskBody {
     question: String,
-    #[serde(default = "default_k")]
     k: usize,
+}
+
+/// A refused body: what was wrong, and the field it was wrong in when there is one.
+#[derive(Debug, PartialEq, Eq)]
+struct BodyError {
+    message: String,
+    field: Option<String>,
+}
+
+/// Read `{"question": string, "k": integer?}`, naming the field a problem is in (never
+/// its value: serde's messages quote the value, `invalid type: integer `42``).
+fn parse_body(body: &[u8]) -> Result<AskBody, BodyError> {
+    let refuse = |message: String, field| Err(BodyError { message, field });
+    let value: serde_json::Value = match serde_json::from_slice(body) {
+        Ok(v) => v,
+        Err(e) => return refuse(format!("the request body is not JSON: {e}"), None),
+    };
+    let Some(object) = value.as_object() else {
+        return refuse(
+            "the request body must be a JSON object: {\"question\": \"...\", \"k\": 8}".into(),
+            None,
+        );
+    };
+    if let Some(unknown) = object
+        .keys()
+        .find(|k| !matches!(k.as_str(), "question" | "k"))
+    {
+        // Bounded: the name is the client's own text.
+        let name: String = unknown.chars().take(64).collect();
+        return Err(BodyError {
+            message: format!("unknown field `{name}`: a question has `question` and `k`"),
+            field: Some(name),
+        });
+    }
+    let question = match object.get("question") {
+        Some(serde_json::Value::String(q)) => q.clone(),
+        Some(_) => return refuse("question must be a string".into(), Some("question".into())),
+        None => return refuse("missing field `question`".into(), Some("question".into())),
+    };
+    let k = match object.get("k") {
+        None => default_k(),
+        Some(v) => match v.as_u64().and_then(|n| usize::try_from(n).ok()) {
+            Some(k) => k,
+            None => {
+                return refuse(
+                    format!("k must be a whole number from 1 to {}", relata_store::MAX_K),
+                    Some("k".into()),
+                );
+            }
+        },
+    };
+    Ok(AskBody { question, k })
 }
 
 fn default_k() -> usize {
@@ -133,13 +180,6 @@ fn error(status: StatusCode, message: &str, field: Option<&str>) -> Response {
         .into_response()
 }
 
-/// The field a serde error names (`unknown field `x``, `missing field `question``).
-fn named_field(message: &str) -> Option<&str> {
-    let start = message.find('`')? + 1;
-    let len = message[start..].find('`')?;
-    Some(&message[start..start + len])
-}
-
 async fn answers(State(s): State<AppState>, body: Result<Bytes, BytesRejection>) -> Response {
     let body = match body {
         Ok(b) => b,
@@ -152,15 +192,13 @@ async fn answers(State(s): State<AppState>, body: Result<Bytes, BytesRejection>)
         }
         Err(r) => return error(r.status(), &r.body_text(), None),
     };
-    let req: AskBody = match serde_json::from_slice(&body) {
+    let req = match parse_body(&body) {
         Ok(r) => r,
         Err(e) => {
-            let message = e.to_string();
-            let field = named_field(&message).map(str::to_owned);
             return error(
                 StatusCode::BAD_REQUEST,
-                &format!("the request body is not a question: {message}"),
-                field.as_deref(),
+                &format!("the request body is not a question: {}", e.message),
+                e.field.as_deref(),
             );
         }
     };
@@ -220,10 +258,29 @@ mod tests {
     use super::*;
 
     #[test]
-    fn serde_errors_name_their_field() {
-        let e = serde_json::from_str::<AskBody>(r#"{"question": "q", "kk": 3}"#).unwrap_err();
-        assert_eq!(named_field(&e.to_string()), Some("kk"));
-        let e = serde_json::from_str::<AskBody>(r#"{"k": 3}"#).unwrap_err();
-        assert_eq!(named_field(&e.to_string()), Some("question"));
+    fn a_refused_body_names_its_field_never_its_value() {
+        let field = |body: &str| parse_body(body.as_bytes()).unwrap_err().field;
+        assert_eq!(
+            field(r#"{"question": "q", "kk": 3}"#).as_deref(),
+            Some("kk")
+        );
+        assert_eq!(field(r#"{"k": 3}"#).as_deref(), Some("question"));
+        assert_eq!(field(r#"{"question": 42}"#).as_deref(), Some("question"));
+        assert_eq!(
+            field(r#"{"question": "q", "k": 1e9}"#).as_deref(),
+            Some("k")
+        );
+        assert_eq!(field(r#"{"question": "q", "k": -1}"#).as_deref(), Some("k"));
+        assert_eq!(field("[1]"), None);
+        assert_eq!(field("not json"), None);
+        let long = format!(r#"{{"question": "q", "{}": 1}}"#, "x".repeat(500));
+        assert_eq!(field(&long).map(|f| f.len()), Some(64));
+        assert_eq!(
+            parse_body(br#"{"question": "Where?"}"#),
+            Ok(AskBody {
+                question: "Where?".into(),
+                k: relata_store::DEFAULT_K
+            })
+        );
     }
 }

@@ -1,6 +1,5 @@
 //! `relata ask` and `relata serve`: questions answered from the store.
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
@@ -30,9 +29,13 @@ pub struct AskArgs {
 
 #[derive(Debug, clap::Args)]
 pub struct ServeArgs {
-    /// Address to listen on.
+    /// Address to listen on: `HOST:PORT`, the host a name (`localhost`) or an address.
     #[arg(long, visible_alias = "listen", default_value = "127.0.0.1:8080")]
-    pub addr: SocketAddr,
+    pub addr: String,
+    /// Connections held at once; past it a new one replaces the oldest idle one, or is
+    /// refused when every one has a request in flight.
+    #[arg(long, default_value_t = 1024, value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_connections: u16,
     /// Questions answered at once; more wait up to 10 s, then get 503.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_concurrency: u16,
@@ -188,12 +191,24 @@ pub async fn serve(config: &Config, args: ServeArgs) -> Result<u8> {
         },
     );
     let router = router.merge(review);
-    let listener = tokio::net::TcpListener::bind(args.addr)
+    let listener = tokio::net::TcpListener::bind(args.addr.as_str())
         .await
-        .with_context(|| format!("cannot listen on {}", args.addr))?;
+        .with_context(|| format!("cannot listen on {} (--addr HOST:PORT)", args.addr))?;
     let bound = listener.local_addr()?;
     tracing::info!(%bound, "serving POST /v1/answers, /healthz, /readyz, /metrics, the review page at /review");
-    relata_answer::server::serve(listener, router, crate::signal::shutdown())
+    if !bound.ip().is_loopback() {
+        tracing::warn!(%bound, "serving plain HTTP beyond this machine: sign-in tokens and session cookies cross the network unencrypted; put a TLS proxy in front and set [review] secure_cookies = true");
+    }
+    if config.reviewers()?.is_empty() {
+        tracing::warn!(
+            "no reviewer is configured ([review] reviewers, RELATA_REVIEWERS): /review is served but nobody can sign in"
+        );
+    }
+    let limits = relata_answer::listen::Limits {
+        max_connections: usize::from(args.max_connections),
+        ..relata_answer::listen::Limits::default()
+    };
+    relata_answer::server::serve(listener, router, limits, crate::signal::shutdown())
         .await
         .context("serving HTTP")?;
     Ok(0)
