@@ -86,11 +86,14 @@ enum Command {
     /// person. Exit 1 when a decision was refused (nothing is recorded then).
     #[command(subcommand)]
     Review(review::ReviewCommand),
-    /// The evidence log of every promotion decision: verify the hash chain, show history.
+    /// The evidence log of every promotion decision: verify the hash chain and the sources
+    /// it vouches for (exit 1 naming the first mismatch), show history.
     #[command(subcommand)]
     Evidence(review::EvidenceCommand),
     /// Run the promotion policy now over every candidate without a decision (workers do
-    /// this in the background).
+    /// this in the background). Exit 1 when the evidence log does not end where its head
+    /// says (the record is named; nothing more is recorded until `relata evidence verify`
+    /// has been looked at).
     Promote {
         #[arg(long)]
         json: bool,

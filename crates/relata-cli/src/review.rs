@@ -3,14 +3,15 @@
 
 use anyhow::{Context, Result, bail};
 use relata_core::{CandidateId, Decision, PromotionState, RowKind};
-use relata_store::{ErrorKind, ReviewFilter};
+use relata_store::{ChainHead, ErrorKind, ReviewFilter, Via};
 
 use crate::config::Config;
 use crate::out::outln;
 use crate::pipeline::store;
 
 /// Exit code when a reviewer's decision was refused (stale, changed, already decided,
-/// unknown candidate) or `evidence verify` found a mismatch.
+/// unknown candidate, or an evidence log that does not end where its head says) or
+/// `evidence verify` found a mismatch.
 pub const EXIT_REFUSED: u8 = 1;
 
 #[derive(Debug, clap::Subcommand)]
@@ -46,7 +47,8 @@ pub enum ReviewCommand {
     Approve {
         #[arg(required = true)]
         ids: Vec<CandidateId>,
-        /// The reviewer: a name from `[review] reviewers` / RELATA_REVIEWERS.
+        /// The reviewer: a name from `[review] reviewers` / RELATA_REVIEWERS. The evidence
+        /// record also names the operating-system user and host this runs as.
         #[arg(long)]
         by: String,
         #[arg(long)]
@@ -72,9 +74,15 @@ pub enum ReviewCommand {
 
 #[derive(Debug, clap::Subcommand)]
 pub enum EvidenceCommand {
-    /// Recompute the evidence chain, every candidate's hash and every promotion state;
-    /// exit 1 naming the first record that does not match.
+    /// Recompute the evidence chain, every candidate's hash and every promotion state, and
+    /// check every document revision, chunk and claim quote against the hashes and
+    /// offsets they were stored with; exit 1 naming the first that does not match. Prints
+    /// the chain's head (SEQ:SHA256) to keep outside the database.
     Verify {
+        /// A head printed by an earlier verify (SEQ:SHA256): exit 1 unless record SEQ is
+        /// still in the log with that hash, i.e. the log up to it was not rewritten.
+        #[arg(long, value_name = "SEQ:SHA256")]
+        expect_head: Option<ChainHead>,
         #[arg(long)]
         json: bool,
     },
@@ -114,7 +122,13 @@ pub async fn review(config: &Config, cmd: ReviewCommand) -> Result<u8> {
     }
     let store = store(config).await?;
     match store
-        .review_decide(&ids, decision, &reviewer, note.as_deref())
+        .review_decide(
+            &ids,
+            decision,
+            &reviewer,
+            note.as_deref(),
+            &command_line_via(),
+        )
         .await
     {
         Ok(done) => {
@@ -138,8 +152,71 @@ pub async fn review(config: &Config, cmd: ReviewCommand) -> Result<u8> {
             eprintln!("nothing was {}d", decision);
             Ok(EXIT_REFUSED)
         }
+        Err(e) if e.kind() == ErrorKind::ChainBroken => {
+            eprintln!("refused: {e}");
+            Ok(EXIT_REFUSED)
+        }
         Err(e) => Err(e).context("recording the decision"),
     }
+}
+
+/// How a decision made here is recorded beside `--by`, which is whatever was typed: the
+/// operating-system user and host `relata` runs as. Not proof against a database user
+/// (who can write any record), but it tells an honest log's reader who was at the
+/// keyboard of which machine.
+fn command_line_via() -> Via {
+    Via::CommandLine {
+        os_user: os_user(),
+        host: host_name(),
+    }
+}
+
+/// The name of the process's real user: its uid (from the kernel, which the process
+/// cannot choose) looked up in `/etc/passwd`; else `$USER` or `$LOGNAME` (in a container
+/// whose uid has no entry), else the bare uid.
+fn os_user() -> String {
+    let uid = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix("Uid:"))
+                .and_then(|ids| ids.split_whitespace().next())
+                .map(str::to_owned)
+        });
+    let named = uid.as_deref().and_then(|uid| {
+        std::fs::read_to_string("/etc/passwd")
+            .ok()
+            .and_then(|passwd| {
+                passwd.lines().find_map(|l| {
+                    let mut f = l.split(':');
+                    let name = f.next()?;
+                    (f.nth(1)? == uid && !name.is_empty()).then(|| name.to_owned())
+                })
+            })
+    });
+    named
+        .or_else(|| {
+            ["USER", "LOGNAME"]
+                .iter()
+                .filter_map(|k| std::env::var(k).ok())
+                .map(|v| v.trim().to_owned())
+                .find(|v| !v.is_empty())
+        })
+        .or_else(|| uid.map(|u| format!("uid {u}")))
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// The host's name as the kernel has it (what `hostname` prints), else `/etc/hostname`
+/// or `$HOSTNAME`.
+fn host_name() -> String {
+    ["/proc/sys/kernel/hostname", "/etc/hostname"]
+        .iter()
+        .filter_map(|p| std::fs::read_to_string(p).ok())
+        .chain(std::env::var("HOSTNAME").ok())
+        .map(|h| h.trim().to_owned())
+        .find(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned())
 }
 
 async fn list(
@@ -264,11 +341,12 @@ async fn show(config: &Config, id: CandidateId, json: bool) -> Result<u8> {
     }
     for e in &d.evidence {
         outln!(
-            "evidence {}: {} by {} {} at {}{}",
+            "evidence {}: {} by {} {}{} at {}{}",
             e.seq,
             e.decision,
             e.actor_kind,
             e.actor,
+            e.via.as_ref().map(|v| format!(" {v}")).unwrap_or_default(),
             e.decided_at,
             e.note
                 .as_deref()
@@ -282,17 +360,29 @@ async fn show(config: &Config, id: CandidateId, json: bool) -> Result<u8> {
 pub async fn evidence(config: &Config, cmd: EvidenceCommand) -> Result<u8> {
     let store = store(config).await?;
     match cmd {
-        EvidenceCommand::Verify { json } => {
-            let report = store.evidence_verify().await?;
+        EvidenceCommand::Verify { expect_head, json } => {
+            let report = store.evidence_verify_against(expect_head.as_ref()).await?;
             if json {
                 outln!("{}", serde_json::to_string_pretty(&report)?)?;
             } else if let Some(p) = &report.problem {
                 eprintln!("evidence does not verify: {p}");
             } else {
                 outln!(
-                    "evidence verified: {} records, every candidate hash and promotion state matches",
+                    "evidence verified: {} records; every candidate hash, promotion state, document revision, chunk and claim quote matches",
                     report.records
                 )?;
+                if let Some(kept) = &expect_head {
+                    outln!(
+                        "the log still holds the head kept earlier (record {})",
+                        kept.seq
+                    )?;
+                }
+                if let Some(head) = &report.head {
+                    outln!("head: {head}")?;
+                    outln!(
+                        "(keep it outside the database: `relata evidence verify --expect-head {head}` later fails if the log up to it was rewritten)"
+                    )?;
+                }
             }
             Ok(if report.problem.is_some() {
                 EXIT_REFUSED
@@ -308,13 +398,14 @@ pub async fn evidence(config: &Config, cmd: EvidenceCommand) -> Result<u8> {
             }
             for e in &records {
                 outln!(
-                    "{:>6} {} {:<16} {:<8} {} {:?}{} prev {} sha256 {}",
+                    "{:>6} {} {:<16} {:<8} {} {:?}{}{} prev {} sha256 {}",
                     e.seq,
                     e.decided_at.format("%Y-%m-%dT%H:%M:%S%.6fZ"),
                     e.candidate.to_string(),
                     e.decision,
                     e.actor_kind,
                     e.actor,
+                    e.via.as_ref().map(|v| format!(" {v}")).unwrap_or_default(),
                     e.note
                         .as_deref()
                         .map(|n| format!(" note {n:?}"))
@@ -336,9 +427,17 @@ pub async fn promote(config: &Config, json: bool) -> Result<u8> {
     let mut total = relata_store::PromoteSummary::default();
     let mut cursor = relata_store::PromoteCursor::START;
     loop {
-        let s = store
+        let s = match store
             .promote_pending_after(&policy, batch, true, cursor)
-            .await?;
+            .await
+        {
+            Ok(s) => s,
+            Err(e) if e.kind() == ErrorKind::ChainBroken => {
+                eprintln!("refused: {e}");
+                return Ok(EXIT_REFUSED);
+            }
+            Err(e) => return Err(e.into()),
+        };
         cursor = s.reached;
         let more = s.more;
         for (k, d, n) in s.decided {

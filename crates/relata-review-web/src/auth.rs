@@ -5,7 +5,9 @@
 //! its sha256. A session is an in-memory entry keyed by another random value that travels
 //! in an HttpOnly, SameSite=Strict cookie; it carries its own CSRF token, which every
 //! state-changing form must send back. Sessions live in the serving process only: a restart
-//! signs everyone out, which is the safe direction.
+//! signs everyone out, which is the safe direction. A session remembers the hash of the
+//! token that opened it, and every request checks that it is still the reviewer's current
+//! token: reissuing a token ends the sessions of the old one at once, in every process.
 
 use std::collections::{HashMap, VecDeque};
 use std::net::IpAddr;
@@ -49,6 +51,8 @@ pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 #[derive(Debug, Clone)]
 pub struct Session {
     pub reviewer: String,
+    /// The sha256 (hex) of the sign-in token that opened it.
+    pub token_sha256: String,
     pub csrf: String,
     created: Instant,
     /// One-shot messages shown on the next page (the outcome of a decision).
@@ -69,11 +73,13 @@ pub struct Sessions {
 }
 
 impl Sessions {
-    /// Start a session for `reviewer`; returns its cookie value.
-    pub fn create(&self, reviewer: &str) -> String {
+    /// Start a session for `reviewer`, opened by the token whose sha256 is
+    /// `token_sha256`; returns its cookie value.
+    pub fn create(&self, reviewer: &str, token_sha256: &str) -> String {
         let id = random_hex(32);
         let session = Session {
             reviewer: reviewer.to_owned(),
+            token_sha256: token_sha256.to_owned(),
             csrf: random_hex(32),
             created: Instant::now(),
             flash: Vec::new(),
@@ -128,39 +134,78 @@ impl Sessions {
     }
 }
 
-/// Failed sign-ins per client address over a sliding window.
+/// Failed sign-ins per client address over a sliding window. An attempt is counted
+/// *before* its token is looked up ([`SignInLimiter::begin`]) and forgiven only when it
+/// succeeds, so a burst of concurrent guesses cannot get more than the allowed number of
+/// answers: the check and the count are one step under one lock.
 #[derive(Debug, Default)]
 pub struct SignInLimiter {
-    failures: Mutex<HashMap<IpAddr, VecDeque<Instant>>>,
+    failures: Mutex<HashMap<IpAddr, Attempts>>,
+}
+
+#[derive(Debug, Default)]
+struct Attempts {
+    /// Attempts counted in the window (failures, and those still being looked up).
+    at: VecDeque<Instant>,
+    /// A refusal at the limit was logged in this blocked spell.
+    block_logged: bool,
+}
+
+/// An attempt counted against its address; [`SignInLimiter::succeeded`] forgives it.
+#[derive(Debug)]
+pub struct Attempt {
+    addr: IpAddr,
+    at: Instant,
+    /// Attempts counted in the window with this one.
+    pub counted: usize,
+}
+
+/// The address has used up its attempts.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Blocked {
+    /// Until the oldest counted attempt leaves the window.
+    pub wait: Duration,
+    /// The first refusal of this blocked spell (the one worth a log line).
+    pub first: bool,
 }
 
 impl SignInLimiter {
-    /// `Some(wait)` when `addr` has used up its attempts: how long until the oldest
-    /// failure leaves the window.
-    pub fn blocked(&self, addr: IpAddr) -> Option<Duration> {
+    /// Count an attempt from `addr`, or refuse it when the address has used up its
+    /// attempts within [`SIGN_IN_WINDOW`].
+    pub fn begin(&self, addr: IpAddr) -> Result<Attempt, Blocked> {
         let mut map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        let q = map.get_mut(&addr)?;
-        while q.front().is_some_and(|t| t.elapsed() >= SIGN_IN_WINDOW) {
-            q.pop_front();
+        if map.len() >= MAX_TRACKED_ADDRESSES && !map.contains_key(&addr) {
+            map.retain(|_, a| a.at.back().is_some_and(|t| t.elapsed() < SIGN_IN_WINDOW));
         }
-        if q.len() >= SIGN_IN_ATTEMPTS {
-            q.front()
-                .map(|t| SIGN_IN_WINDOW.saturating_sub(t.elapsed()))
-        } else {
-            None
+        let a = map.entry(addr).or_default();
+        while a.at.front().is_some_and(|t| t.elapsed() >= SIGN_IN_WINDOW) {
+            a.at.pop_front();
         }
+        if a.at.len() >= SIGN_IN_ATTEMPTS {
+            let wait = a.at.front().map_or(SIGN_IN_WINDOW, |t| {
+                SIGN_IN_WINDOW.saturating_sub(t.elapsed())
+            });
+            let first = !a.block_logged;
+            a.block_logged = true;
+            return Err(Blocked { wait, first });
+        }
+        a.block_logged = false;
+        let at = Instant::now();
+        a.at.push_back(at);
+        Ok(Attempt {
+            addr,
+            at,
+            counted: a.at.len(),
+        })
     }
 
-    pub fn record_failure(&self, addr: IpAddr) {
+    /// The attempt signed in: it no longer counts against its address.
+    pub fn succeeded(&self, attempt: Attempt) {
         let mut map = self.failures.lock().unwrap_or_else(|p| p.into_inner());
-        if map.len() >= MAX_TRACKED_ADDRESSES {
-            map.retain(|_, q| q.back().is_some_and(|t| t.elapsed() < SIGN_IN_WINDOW));
-        }
-        let q = map.entry(addr).or_default();
-        q.push_back(Instant::now());
-        // Never more than the limit is needed to decide.
-        while q.len() > SIGN_IN_ATTEMPTS {
-            q.pop_front();
+        if let Some(a) = map.get_mut(&attempt.addr)
+            && let Some(k) = a.at.iter().position(|t| *t == attempt.at)
+        {
+            a.at.remove(k);
         }
     }
 }
@@ -183,21 +228,37 @@ mod tests {
         let l = SignInLimiter::default();
         let one: IpAddr = "192.0.2.1".parse().unwrap();
         let two: IpAddr = "192.0.2.2".parse().unwrap();
-        for _ in 0..SIGN_IN_ATTEMPTS - 1 {
-            l.record_failure(one);
+        for k in 1..=SIGN_IN_ATTEMPTS {
+            assert_eq!(l.begin(one).unwrap().counted, k);
         }
-        assert_eq!(l.blocked(one), None);
-        l.record_failure(one);
-        let wait = l.blocked(one).expect("blocked after ten");
-        assert!(wait > Duration::from_secs(14 * 60));
-        assert_eq!(l.blocked(two), None);
+        let blocked = l.begin(one).expect_err("blocked after ten");
+        assert!(blocked.wait > Duration::from_secs(14 * 60));
+        assert!(blocked.first);
+        assert!(!l.begin(one).unwrap_err().first, "one log line a spell");
+        assert!(l.begin(two).is_ok());
+    }
+
+    #[test]
+    fn attempts_in_flight_count_before_their_answer_and_a_success_is_forgiven() {
+        let l = SignInLimiter::default();
+        let ip: IpAddr = "192.0.2.3".parse().unwrap();
+        // Ten lookups at once, none answered yet: the eleventh is refused before its own.
+        let pending: Vec<Attempt> = (0..SIGN_IN_ATTEMPTS)
+            .map(|_| l.begin(ip).unwrap())
+            .collect();
+        assert!(l.begin(ip).is_err());
+        // A success frees its place; failures keep theirs.
+        let mut pending = pending.into_iter();
+        l.succeeded(pending.next().unwrap());
+        assert!(l.begin(ip).is_ok());
+        assert!(l.begin(ip).is_err());
     }
 
     #[test]
     fn sessions_carry_their_own_csrf_and_end_on_removal() {
         let s = Sessions::default();
-        let a = s.create("ada");
-        let b = s.create("ada");
+        let a = s.create("ada", "h1");
+        let b = s.create("ada", "h1");
         assert_ne!(s.get(&a).unwrap().csrf, s.get(&b).unwrap().csrf);
         s.push_flash(
             &a,

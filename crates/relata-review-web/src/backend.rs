@@ -129,6 +129,10 @@ pub struct BackendError {
     pub message: String,
     /// True when the same request may succeed later (the store was unavailable).
     pub retryable: bool,
+    /// `message` is a sentence for the reviewer, to be shown as it is: the store refused
+    /// for a reason a person must act on (the evidence log does not end where its head
+    /// says). Otherwise the page says only that the store failed, and the log says why.
+    pub shown: bool,
 }
 
 pub type BackendResult<T> = Result<T, BackendError>;
@@ -142,6 +146,14 @@ pub trait ReviewBackend: Clone + Send + Sync + 'static {
         &self,
         reviewer: &str,
         secret: &str,
+    ) -> impl Future<Output = BackendResult<bool>> + Send;
+
+    /// True while `reviewer` is a configured reviewer whose current sign-in token has the
+    /// sha256 (hex) `token_sha256`: a session lasts no longer than the token that opened it.
+    fn token_current(
+        &self,
+        reviewer: &str,
+        token_sha256: &str,
     ) -> impl Future<Output = BackendResult<bool>> + Send;
 
     /// Pending candidates, oldest first.

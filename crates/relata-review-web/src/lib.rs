@@ -16,8 +16,13 @@
 //! * **Who decided.** The reviewer recorded on a decision is the signed-in name, never a
 //!   form field.
 //! * **Guessing.** Failed sign-ins are limited to 10 per 15 minutes per client address
-//!   (`ConnectInfo<SocketAddr>`: serve with `into_make_service_with_connect_info`); past
-//!   that even a right token is answered 429 until the window moves.
+//!   (`ConnectInfo<SocketAddr>`), counted before the token is looked up so a concurrent
+//!   burst gets no more; past that even a right token is answered 429 until the window
+//!   moves. Refusals are logged in bounded form (an address's first, the one at the
+//!   limit, the first blocked one).
+//! * **Leaked tokens.** A session lasts while the token that opened it is its reviewer's
+//!   current one: `relata review token --by NAME` (a new token) ends the old one's
+//!   sessions at their next request.
 //! * **Untrusted text.** Document text and model output are escaped by maud; the
 //!   Content-Security-Policy allows scripts and styles only from this server's own files,
 //!   so markup smuggled into a document neither renders nor runs.
@@ -153,18 +158,40 @@ fn page(status: StatusCode, markup: Markup) -> Response {
     (status, Html(markup.into_string())).into_response()
 }
 
-/// The session id in the request's cookie, if it names a live session.
-fn session<B>(app: &App<B>, headers: &HeaderMap) -> Option<(String, Session)> {
-    let id = headers
+/// The session id in the request's cookie and its session, if it names a live one whose
+/// token is still its reviewer's current token (a reissued token ends it here, and the
+/// entry is dropped); an error page when the store cannot say.
+async fn session<B: ReviewBackend>(
+    app: &App<B>,
+    headers: &HeaderMap,
+) -> Result<Option<(String, Session)>, Response> {
+    let Some(id) = headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|pair| pair.trim().split_once('='))
         .find(|(k, _)| *k == SESSION_COOKIE)
-        .map(|(_, v)| v.to_owned())?;
-    let s = app.sessions.get(&id)?;
-    Some((id, s))
+        .map(|(_, v)| v.to_owned())
+    else {
+        return Ok(None);
+    };
+    let Some(s) = app.sessions.get(&id) else {
+        return Ok(None);
+    };
+    match app
+        .backend
+        .token_current(&s.reviewer, &s.token_sha256)
+        .await
+    {
+        Ok(true) => Ok(Some((id, s))),
+        Ok(false) => {
+            tracing::info!(reviewer = %s.reviewer, "review page: session ended: its sign-in token was reissued or revoked");
+            app.sessions.remove(&id);
+            Ok(None)
+        }
+        Err(e) => Err(backend_failure(None, None, &e)),
+    }
 }
 
 fn form_pairs(body: &[u8]) -> Vec<(String, String)> {
@@ -180,6 +207,14 @@ fn field<'a>(pairs: &'a [(String, String)], name: &str) -> Option<&'a str> {
 
 fn backend_failure(reviewer: Option<&str>, csrf: Option<&str>, e: &BackendError) -> Response {
     tracing::error!(error = %e, retryable = e.retryable, "review page: the store refused a request");
+    if e.shown {
+        // Nothing failed on the server's side: the store refused to record anything
+        // until a person has looked, and says what to run.
+        return page(
+            StatusCode::CONFLICT,
+            pages::error(reviewer, csrf, "Nothing was recorded", &e.message),
+        );
+    }
     let (status, text) = if e.retryable {
         (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -232,8 +267,10 @@ async fn queue<B: ReviewBackend>(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let Some((sid, s)) = session(&app, &headers) else {
-        return to_login();
+    let (sid, s) = match session(&app, &headers).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return to_login(),
+        Err(failed) => return failed,
     };
     let view = parse_view(query.as_deref());
     let filter = ReviewFilter {
@@ -265,8 +302,10 @@ async fn candidate<B: ReviewBackend>(
     headers: HeaderMap,
     Path(id): Path<String>,
 ) -> Response {
-    let Some((sid, s)) = session(&app, &headers) else {
-        return to_login();
+    let (sid, s) = match session(&app, &headers).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return to_login(),
+        Err(failed) => return failed,
     };
     let not_found = |text: &str| {
         page(
@@ -350,8 +389,10 @@ async fn decide<B: ReviewBackend>(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Some((sid, s)) = session(&app, &headers) else {
-        return forbidden("You are not signed in; nothing was changed.");
+    let (sid, s) = match session(&app, &headers).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return forbidden("You are not signed in; nothing was changed."),
+        Err(failed) => return failed,
     };
     let pairs = form_pairs(&body);
     if !field(&pairs, "csrf")
@@ -410,8 +451,10 @@ async fn history<B: ReviewBackend>(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Response {
-    let Some((_, s)) = session(&app, &headers) else {
-        return to_login();
+    let s = match session(&app, &headers).await {
+        Ok(Some((_, s))) => s,
+        Ok(None) => return to_login(),
+        Err(failed) => return failed,
     };
     let page_no = parse_view(query.as_deref()).page;
     let entries = app
@@ -441,7 +484,7 @@ async fn history<B: ReviewBackend>(
 }
 
 async fn login_page<B: ReviewBackend>(State(app): Shared<B>, headers: HeaderMap) -> Response {
-    if session(&app, &headers).is_some() {
+    if matches!(session(&app, &headers).await, Ok(Some(_))) {
         return Redirect::to("/review").into_response();
     }
     page(StatusCode::OK, pages::login(None))
@@ -466,20 +509,26 @@ async fn login<B: ReviewBackend>(
     body: Bytes,
 ) -> Response {
     let ip = addr.ip();
-    if let Some(wait) = app.limiter.blocked(ip) {
-        tracing::warn!(client = %ip, "review page: sign-in refused, too many failed attempts");
-        let minutes = wait.as_secs().div_ceil(60).max(1);
-        let mut res = page(
-            StatusCode::TOO_MANY_REQUESTS,
-            pages::login(Some(&format!(
-                "Too many failed sign-ins from your address. Try again in {minutes} minute(s)."
-            ))),
-        );
-        if let Ok(v) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
-            res.headers_mut().insert(header::RETRY_AFTER, v);
+    // Counted before the lookup, so concurrent guesses cannot outrun the limit.
+    let attempt = match app.limiter.begin(ip) {
+        Ok(a) => a,
+        Err(blocked) => {
+            if blocked.first {
+                tracing::warn!(client = %ip, "review page: sign-ins from this address refused for {} minute(s): too many failed attempts", blocked.wait.as_secs().div_ceil(60));
+            }
+            let minutes = blocked.wait.as_secs().div_ceil(60).max(1);
+            let mut res = page(
+                StatusCode::TOO_MANY_REQUESTS,
+                pages::login(Some(&format!(
+                    "Too many failed sign-ins from your address. Try again in {minutes} minute(s)."
+                ))),
+            );
+            if let Ok(v) = HeaderValue::from_str(&blocked.wait.as_secs().max(1).to_string()) {
+                res.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            return res;
         }
-        return res;
-    }
+    };
     let pairs = form_pairs(&body);
     let name = field(&pairs, "name").map(str::trim).unwrap_or("");
     let secret = field(&pairs, "secret").map(str::trim).unwrap_or("");
@@ -496,8 +545,11 @@ async fn login<B: ReviewBackend>(
         false
     };
     if !accepted {
-        app.limiter.record_failure(ip);
-        tracing::warn!(client = %ip, "review page: sign-in refused");
+        // Bounded: the first failure of an address and the one that reaches the limit,
+        // not one line per guess.
+        if attempt.counted == 1 || attempt.counted == auth::SIGN_IN_ATTEMPTS {
+            tracing::warn!(client = %ip, failed = attempt.counted, limit = auth::SIGN_IN_ATTEMPTS, "review page: sign-in refused");
+        }
         return page(
             StatusCode::UNAUTHORIZED,
             pages::login(Some(
@@ -505,8 +557,11 @@ async fn login<B: ReviewBackend>(
             )),
         );
     }
+    app.limiter.succeeded(attempt);
     tracing::info!(reviewer = %name, client = %ip, "review page: signed in");
-    let sid = app.sessions.create(name);
+    let sid = app
+        .sessions
+        .create(name, &relata_store::review_token_sha256(secret));
     let mut res = Redirect::to("/review").into_response();
     if let Ok(v) = HeaderValue::from_str(&cookie(
         &app.config,
@@ -524,8 +579,10 @@ async fn logout<B: ReviewBackend>(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let Some((sid, s)) = session(&app, &headers) else {
-        return to_login();
+    let (sid, s) = match session(&app, &headers).await {
+        Ok(Some(found)) => found,
+        Ok(None) => return to_login(),
+        Err(failed) => return failed,
     };
     let pairs = form_pairs(&body);
     if !field(&pairs, "csrf")

@@ -5,7 +5,9 @@
 
 use chrono::{DateTime, Utc};
 use relata_core::{CandidateId, Decision, PromotionState, Reviewers, RowKind};
-use relata_store::{CandidateDetail, ErrorKind, ReviewFilter as StoreFilter, Store, StoreError};
+use relata_store::{
+    CandidateDetail, ErrorKind, ReviewFilter as StoreFilter, Store, StoreError, Via,
+};
 
 use crate::backend::{
     BackendError, BackendResult, Candidate, CandidateBody, CandidatePage, ChainStatus, ClaimView,
@@ -170,6 +172,9 @@ fn text(row: &serde_json::Value, key: &str) -> String {
 fn failure(e: StoreError) -> BackendError {
     BackendError {
         retryable: e.is_retryable(),
+        // The store's sentence names the record and what to run; a database error's
+        // words are for the server log, not the page.
+        shown: e.kind() == ErrorKind::ChainBroken,
         message: e.to_string(),
     }
 }
@@ -183,6 +188,16 @@ impl ReviewBackend for StoreBackend {
         }
         self.store
             .check_review_token(reviewer, secret)
+            .await
+            .map_err(failure)
+    }
+
+    async fn token_current(&self, reviewer: &str, token_sha256: &str) -> BackendResult<bool> {
+        if self.reviewers.get(reviewer).is_err() {
+            return Ok(false);
+        }
+        self.store
+            .check_review_token_sha256(reviewer, token_sha256)
             .await
             .map_err(failure)
     }
@@ -231,7 +246,12 @@ impl ReviewBackend for StoreBackend {
             Ok(r) => r,
             Err(e) => return Ok(refuse_all(e.to_string())),
         };
-        match self.store.review_decide(ids, decision, &reviewer, note).await {
+        // The page's reviewer is the session's, so that is how the decision was made.
+        match self
+            .store
+            .review_decide(ids, decision, &reviewer, note, &Via::ReviewPage)
+            .await
+        {
             Ok(done) => Ok(ids
                 .iter()
                 .map(|id| match done.iter().find(|d| d.id == *id) {

@@ -28,6 +28,11 @@ pub enum ErrorKind {
     /// A reviewer's decision was refused (a candidate stale, changed, already decided or
     /// unknown). Not retryable: the same decision would be refused again.
     Refused,
+    /// The evidence log does not end where its head says (a record appended behind
+    /// relata's back), or its last record or the head was altered: no decision is
+    /// appended to a chain that does not verify. Not retryable: a person must look
+    /// (`relata evidence verify` names the record).
+    ChainBroken,
     /// Anything else (decode errors, a closed pool, configuration).
     Other,
 }
@@ -54,6 +59,9 @@ pub enum StoreError {
         "the database lacks {pending} of relata's {total} migrations: run `relata migrate` first"
     )]
     NotMigrated { pending: usize, total: usize },
+    /// `what` names the record (`evidence record 4 …`); `seq` is that record's.
+    #[error("{what}; nothing was recorded: run `relata evidence verify`")]
+    ChainBroken { seq: i64, what: String },
 }
 
 impl StoreError {
@@ -70,6 +78,7 @@ impl StoreError {
             StoreError::Invariant(_) => ErrorKind::Invariant,
             StoreError::NotMigrated { .. } => ErrorKind::NotMigrated,
             StoreError::ReviewRefused(_) => ErrorKind::Refused,
+            StoreError::ChainBroken { .. } => ErrorKind::ChainBroken,
         }
     }
 

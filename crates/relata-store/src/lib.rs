@@ -80,9 +80,9 @@ pub use jobs::{classify_job_id, extract_job_id};
 pub use lock::{LockHolder, RunLock, lock_key};
 pub use normalize::normalize_name;
 pub use promotion::{
-    Candidate, CandidateCount, CandidateDetail, Decided, DocumentHeading, EvidenceRecord,
-    PendingSummary, PromoteCursor, PromoteSummary, Refusal, RefusalReason, ReviewCandidate,
-    ReviewFilter, VerifyProblem, VerifyReport,
+    Candidate, CandidateCount, CandidateDetail, ChainHead, Decided, DocumentHeading,
+    EvidenceRecord, ParseChainHeadError, PendingSummary, PromoteCursor, PromoteSummary, Refusal,
+    RefusalReason, ReviewCandidate, ReviewFilter, VerifyProblem, VerifyReport, Via,
 };
 /// Dead-letter reasons are relata-core's closed set (also the queue's header and label).
 pub use relata_core::DeadReason;

@@ -10,8 +10,14 @@
 //! * every decision appends one record to `evidence`, a hash chain: the record holds the
 //!   sha256 of its candidate's canonical content (SQL `relata_candidate_sha256`), the
 //!   previous record's sha256 and its own, computed here over its fields
-//!   ([`EvidenceRecord::compute_sha256`]). [`Store::evidence_verify`] recomputes both and
-//!   names the first record that does not match;
+//!   ([`EvidenceRecord::compute_sha256`]); a person's record also says how the decision
+//!   was made ([`Via`]). [`Store::evidence_verify`] recomputes both and names the first
+//!   record that does not match, then checks the sources the candidates were drawn from
+//!   (every revision against its sha256, every chunk and claim quote against the
+//!   revision's bytes at its offsets); [`Store::evidence_verify_against`] also holds the
+//!   log to a [`ChainHead`] kept elsewhere;
+//! * an append first checks that the log ends where its head says, unaltered, and
+//!   refuses with [`StoreError::ChainBroken`] (naming the record) when it does not;
 //! * a candidate's state is its latest record (SQL `relata_candidate_state`); only the
 //!   candidates the policy held for a person also get a row in the review queue
 //!   (`promotions`), which their reviewer's decision updates, and verify checks that
@@ -39,7 +45,8 @@ macro_rules! evidence_select {
     () => {
         "SELECT seq, candidate_kind, candidate_id, encode(candidate_sha256, 'hex') AS candidate_sha256, call_id,
                 task_version, actor_kind, actor, decision, reasons, note, decided_at,
-                encode(prev_sha256, 'hex') AS prev_sha256, encode(sha256, 'hex') AS sha256
+                encode(prev_sha256, 'hex') AS prev_sha256, encode(sha256, 'hex') AS sha256,
+                via, via_os_user, via_host
          FROM evidence"
     };
 }
@@ -58,6 +65,72 @@ macro_rules! candidate_select {
 
 /// The `prev_sha256` of the first record.
 pub const GENESIS_SHA256: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// How a person's decision was made: what the reviewer's name on a record cannot say
+/// alone, since `--by` is whatever the person at a shell typed.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "via", rename_all = "snake_case")]
+pub enum Via {
+    /// The review page, by the signed-in reviewer (the session's name, never a form's).
+    ReviewPage,
+    /// `relata review approve|reject`, run as this operating-system user on this host.
+    CommandLine { os_user: String, host: String },
+}
+
+impl Via {
+    /// Every stored value of `evidence.via`.
+    pub const LABELS: [&'static str; 2] = ["review_page", "command_line"];
+
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Via::ReviewPage => Via::LABELS[0],
+            Via::CommandLine { .. } => Via::LABELS[1],
+        }
+    }
+
+    fn os_user(&self) -> Option<&str> {
+        match self {
+            Via::ReviewPage => None,
+            Via::CommandLine { os_user, .. } => Some(os_user),
+        }
+    }
+
+    fn host(&self) -> Option<&str> {
+        match self {
+            Via::ReviewPage => None,
+            Via::CommandLine { host, .. } => Some(host),
+        }
+    }
+
+    /// From the record's three columns (the schema's checks keep them consistent).
+    fn from_columns(
+        via: Option<String>,
+        os_user: Option<String>,
+        host: Option<String>,
+    ) -> Result<Option<Via>> {
+        match (via.as_deref(), os_user, host) {
+            (None, None, None) => Ok(None),
+            (Some("review_page"), None, None) => Ok(Some(Via::ReviewPage)),
+            (Some("command_line"), Some(os_user), Some(host)) => {
+                Ok(Some(Via::CommandLine { os_user, host }))
+            }
+            (via, ..) => Err(StoreError::Invariant(format!(
+                "stored value: evidence via {via:?} with an operating-system user and host that do not go with it"
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for Via {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Via::ReviewPage => f.write_str("on the review page"),
+            Via::CommandLine { os_user, host } => {
+                write!(f, "on the command line as {os_user}@{host}")
+            }
+        }
+    }
+}
 
 /// One record of the evidence log.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -79,11 +152,18 @@ pub struct EvidenceRecord {
     pub decided_at: DateTime<Utc>,
     pub prev_sha256: String,
     pub sha256: String,
+    /// How a person's decision was made; `None` for the policy's records and for every
+    /// record written before relata recorded it.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
+    pub via: Option<Via>,
 }
 
 impl EvidenceRecord {
     /// The record's own hash: sha256 over a JSON array of every field but `sha256`, in a
     /// fixed order, the time as RFC 3339 UTC with microseconds (what PostgreSQL keeps).
+    /// A record with `via` has one element more, `[via, os_user, host]`; one without is
+    /// hashed exactly as every record was before `via` existed, so an old log verifies
+    /// unchanged (and the two shapes cannot produce the same bytes).
     pub fn compute_sha256(&self) -> String {
         self.sha256_at(&decided_at_text(self.decided_at))
     }
@@ -108,23 +188,35 @@ impl EvidenceRecord {
             }
         }
         let mut hashing = Hashing(Sha256::new());
-        let fields = (
-            self.seq,
-            self.candidate.kind.as_str(),
-            self.candidate.id,
-            &self.candidate_sha256,
-            self.call_id,
-            &self.task_version,
-            self.actor_kind.as_str(),
-            &self.actor,
-            self.decision.as_str(),
-            &self.reasons,
-            &self.note,
-            decided_at,
-            &self.prev_sha256,
-        );
+        macro_rules! fields {
+            ($($more:expr),*) => {
+                (
+                    self.seq,
+                    self.candidate.kind.as_str(),
+                    self.candidate.id,
+                    &self.candidate_sha256,
+                    self.call_id,
+                    &self.task_version,
+                    self.actor_kind.as_str(),
+                    &self.actor,
+                    self.decision.as_str(),
+                    &self.reasons,
+                    &self.note,
+                    decided_at,
+                    &self.prev_sha256,
+                    $($more),*
+                )
+            };
+        }
         // Serializing strings, integers and options into memory cannot fail.
-        serde_json::to_writer(&mut hashing, &fields).expect("a record serializes");
+        match &self.via {
+            None => serde_json::to_writer(&mut hashing, &fields!()),
+            Some(via) => serde_json::to_writer(
+                &mut hashing,
+                &fields!((via.as_str(), via.os_user(), via.host())),
+            ),
+        }
+        .expect("a record serializes");
         hashing.0.finalize().into()
     }
 }
@@ -371,9 +463,53 @@ pub struct Decided {
 pub struct VerifyReport {
     /// Records checked.
     pub records: i64,
-    /// The first problem, if any; `None` means the chain, every candidate hash and every
-    /// promotion state match.
+    /// The first problem, if any; `None` means the chain, every candidate hash, every
+    /// promotion state and every source (revision, chunk, claim quote) match.
     pub problem: Option<VerifyProblem>,
+    /// The chain's last record, when everything verified: what an operator keeps
+    /// elsewhere to hold the log to later ([`Store::evidence_verify_against`]).
+    pub head: Option<ChainHead>,
+}
+
+/// A position in the evidence chain: a record's `seq` and its sha256, written
+/// `SEQ:SHA256` (`0:000…0` before the first record). Kept outside the database, it
+/// catches a rewrite of any record up to it: the chain is unkeyed sha256, so a database
+/// user can recompute every hash after an edit, but not make record `SEQ` keep its hash.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ChainHead {
+    pub seq: i64,
+    /// Lower-case hex.
+    pub sha256: String,
+}
+
+impl std::fmt::Display for ChainHead {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.seq, self.sha256)
+    }
+}
+
+/// A `SEQ:SHA256` that is not one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "{0:?} is not a chain head: expected SEQ:SHA256, a record number and 64 hex digits (what `relata evidence verify` prints)"
+)]
+pub struct ParseChainHeadError(String);
+
+impl std::str::FromStr for ChainHead {
+    type Err = ParseChainHeadError;
+
+    fn from_str(s: &str) -> std::result::Result<ChainHead, ParseChainHeadError> {
+        let bad = || ParseChainHeadError(relata_core::text::cut(s, 200).to_owned());
+        let (seq, sha256) = s.trim().split_once(':').ok_or_else(bad)?;
+        let seq: i64 = seq.parse().map_err(|_| bad())?;
+        if seq < 0 || sha256.len() != 64 || !sha256.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad());
+        }
+        Ok(ChainHead {
+            seq,
+            sha256: sha256.to_ascii_lowercase(),
+        })
+    }
 }
 
 /// The first place where the log and the store disagree.
@@ -382,7 +518,44 @@ pub struct VerifyProblem {
     /// The record at fault (or where the chain breaks), if one can be named.
     pub seq: Option<i64>,
     pub candidate: Option<CandidateId>,
+    /// The document revision at fault when the problem is in a source: the document
+    /// changed under what was drawn from it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub document_id: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub revision_id: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub chunk_id: Option<i64>,
     pub what: String,
+}
+
+impl VerifyProblem {
+    fn at_record(seq: i64, candidate: Option<CandidateId>, what: String) -> VerifyProblem {
+        VerifyProblem {
+            seq: Some(seq),
+            candidate,
+            document_id: None,
+            revision_id: None,
+            chunk_id: None,
+            what,
+        }
+    }
+
+    fn in_source(
+        (document_id, revision_id): (i64, i64),
+        chunk_id: Option<i64>,
+        candidate: Option<CandidateId>,
+        what: String,
+    ) -> VerifyProblem {
+        VerifyProblem {
+            seq: None,
+            candidate,
+            document_id: Some(document_id),
+            revision_id: Some(revision_id),
+            chunk_id,
+            what,
+        }
+    }
 }
 
 impl std::fmt::Display for VerifyProblem {
@@ -393,8 +566,20 @@ impl std::fmt::Display for VerifyProblem {
                 write!(f, " ({c})")?;
             }
             write!(f, ": ")?;
-        } else if let Some(c) = self.candidate {
-            write!(f, "{c}: ")?;
+        } else {
+            let mut at = Vec::new();
+            if let (Some(d), Some(r)) = (self.document_id, self.revision_id) {
+                at.push(format!("document {d} revision {r}"));
+            }
+            if let Some(c) = self.chunk_id {
+                at.push(format!("chunk {c}"));
+            }
+            if let Some(c) = self.candidate {
+                at.push(c.to_string());
+            }
+            if !at.is_empty() {
+                write!(f, "{}: ", at.join(", "))?;
+            }
         }
         f.write_str(&self.what)
     }
@@ -809,6 +994,7 @@ impl Chain {
         decision: EvidenceDecision,
         reasons: Vec<String>,
         note: Option<String>,
+        via: Option<Via>,
     ) -> i64 {
         let mut record = EvidenceRecord {
             seq: self.next_seq(),
@@ -824,6 +1010,7 @@ impl Chain {
             decided_at: self.now,
             prev_sha256: self.head.sha256.clone(),
             sha256: String::new(),
+            via,
         };
         let digest = record.digest_at(&self.now_text);
         record.sha256 = crate::hex_digest(digest);
@@ -840,7 +1027,7 @@ impl Chain {
         if self.records.is_empty() {
             return Ok(());
         }
-        let mut rows = CopyBinary::new(14, self.records.len() * 300);
+        let mut rows = CopyBinary::new(17, self.records.len() * 300);
         for (r, link) in self.records.iter().zip(self.digests.windows(2)) {
             rows.int(r.seq)
                 .text(r.candidate.kind.as_str())
@@ -856,15 +1043,20 @@ impl Chain {
                 .timestamptz(r.decided_at)
                 .bytea(&link[0])
                 .bytea(&link[1])
+                .opt_text(r.via.as_ref().map(Via::as_str))
+                .opt_text(r.via.as_ref().and_then(Via::os_user))
+                .opt_text(r.via.as_ref().and_then(Via::host))
                 .end_row()?;
         }
+        let first = self.records[0].seq;
         rows.copy_into(
             &mut *tx,
             "COPY evidence (seq, candidate_kind, candidate_id, candidate_sha256, call_id,
                  task_version, actor_kind, actor, decision, reasons, note, decided_at,
-                 prev_sha256, sha256) FROM STDIN (FORMAT binary)",
+                 prev_sha256, sha256, via, via_os_user, via_host) FROM STDIN (FORMAT binary)",
         )
-        .await?;
+        .await
+        .map_err(|e| taken_seq(e, first))?;
         sqlx::query("UPDATE evidence_head SET seq = $1, sha256 = $2")
             .bind(self.head.seq)
             .bind(self.digests.last().map(<[u8; 32]>::as_slice))
@@ -893,6 +1085,131 @@ fn hash_bytes(hex_sha256: &str) -> Result<[u8; 32]> {
     hex::decode_to_slice(hex_sha256, &mut bytes)
         .map_err(|_| StoreError::Invariant(format!("{hex_sha256:?} is not a sha256 in hex")))?;
     Ok(bytes)
+}
+
+/// A record's `seq` already taken when a batch is appended: a row written past the head
+/// after [`check_tail`] looked (nothing stops a plain `INSERT` from waiting for the head's
+/// lock). Said as what it is, not as the key conflict; any other error is passed on.
+fn taken_seq(e: StoreError, first: i64) -> StoreError {
+    let StoreError::Database(sqlx::Error::Database(db)) = &e else {
+        return e;
+    };
+    if db.code().as_deref() != Some("23505") || db.constraint() != Some("evidence_pkey") {
+        return e;
+    }
+    // PostgreSQL's detail reads `Key (seq)=(4) already exists.`
+    let seq = db
+        .try_downcast_ref::<sqlx::postgres::PgDatabaseError>()
+        .and_then(|pg| pg.detail())
+        .and_then(|d| d.split_once("=("))
+        .and_then(|(_, rest)| rest.split_once(')'))
+        .and_then(|(n, _)| n.parse().ok())
+        .unwrap_or(first);
+    StoreError::ChainBroken {
+        seq,
+        what: format!(
+            "evidence record {seq} is already in the log, past the chain's head (record {}): it was written behind relata's back",
+            first - 1
+        ),
+    }
+}
+
+/// Refuse to append to a chain whose end is not what its head says: the head's record
+/// must be the log's last, and unaltered. A record written past the head (a plain
+/// `INSERT` is all it takes; the triggers refuse only updates and deletes) would make
+/// the next append collide with it on its `seq`, and one altered at the end would have
+/// the next record vouch for the forgery by linking to it. One probe of the primary key
+/// for at most two rows and one record's hash, per append transaction.
+async fn check_tail(tx: &mut sqlx::PgConnection, head: &Head) -> Result<()> {
+    let rows = sqlx::query(concat!(
+        evidence_select!(),
+        " WHERE seq >= $1 ORDER BY seq LIMIT 2"
+    ))
+    .bind(head.seq.max(1))
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut records = rows.iter().map(evidence_record);
+    let broken = |seq: i64, what: String| Err(StoreError::ChainBroken { seq, what });
+    if head.seq == 0 {
+        if head.sha256 != GENESIS_SHA256 {
+            return broken(
+                0,
+                "the chain's head says the log is empty, but its hash is not the chain's start: the head was altered".into(),
+            );
+        }
+        if let Some(r) = records.next().transpose()? {
+            return broken(
+                r.seq,
+                format!(
+                    "evidence record {} is in the log, but the chain's head says the log is empty: it was written behind relata's back",
+                    r.seq
+                ),
+            );
+        }
+        return Ok(());
+    }
+    match records.next().transpose()? {
+        Some(r) if r.seq == head.seq => {
+            if r.sha256 != head.sha256 {
+                return broken(
+                    r.seq,
+                    format!(
+                        "evidence record {}, the chain's head, does not have the hash the head holds: the record or the head was altered",
+                        r.seq
+                    ),
+                );
+            }
+            if r.compute_sha256() != r.sha256 {
+                return broken(
+                    r.seq,
+                    format!(
+                        "evidence record {}, the chain's head, does not match its own sha256: it was altered",
+                        r.seq
+                    ),
+                );
+            }
+        }
+        _ => {
+            return broken(
+                head.seq,
+                format!(
+                    "evidence record {}, which the chain's head names, is not in the log",
+                    head.seq
+                ),
+            );
+        }
+    }
+    if let Some(r) = records.next().transpose()? {
+        return broken(
+            r.seq,
+            format!(
+                "evidence record {} is in the log, past the chain's head (record {}): it was written behind relata's back",
+                r.seq, head.seq
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Begin an append: a transaction that holds the chain's end, checked to be where the
+/// log ends ([`check_tail`]); no head when `wait` is false and another append holds it.
+/// A log that fails the check is refused with the transaction rolled back at once: a
+/// dropped transaction would keep the head's lock until its connection's return to the
+/// pool flushed the rollback, and appends meanwhile would wait (or a sweep skip its turn).
+async fn begin_append(
+    pool: &sqlx::PgPool,
+    wait: bool,
+) -> Result<(sqlx::Transaction<'static, sqlx::Postgres>, Option<Head>)> {
+    let mut tx = pool.begin().await?;
+    let head = lock_head(&mut tx, wait).await?;
+    if let Some(h) = &head
+        && let Err(e) = check_tail(&mut tx, h).await
+    {
+        // The refusal is what matters; a failed rollback is the connection's end.
+        let _ = tx.rollback().await;
+        return Err(e);
+    }
+    Ok((tx, head))
 }
 
 async fn lock_head(tx: &mut sqlx::PgConnection, wait: bool) -> Result<Option<Head>> {
@@ -1037,6 +1354,7 @@ async fn record_verdicts(
             verdict.decision.into(),
             verdict.reasons,
             None,
+            None,
         );
     }
     chain.write(&mut *tx).await?;
@@ -1095,8 +1413,8 @@ impl Store {
         after: PromoteCursor,
         upto: PromoteCursor,
     ) -> Result<PromoteSummary> {
-        let mut tx = self.pool.begin().await?;
-        let Some(head) = lock_head(&mut tx, wait).await? else {
+        let (mut tx, head) = begin_append(&self.pool, wait).await?;
+        let Some(head) = head else {
             return Ok(PromoteSummary {
                 busy: true,
                 reached: after,
@@ -1144,10 +1462,8 @@ impl Store {
         if candidates.is_empty() {
             return Ok(summary);
         }
-        let mut tx = self.pool.begin().await?;
-        let head = lock_head(&mut tx, true)
-            .await?
-            .ok_or_else(|| StoreError::Invariant("evidence_head has no row".into()))?;
+        let (mut tx, head) = begin_append(&self.pool, true).await?;
+        let head = head.ok_or_else(|| StoreError::Invariant("evidence_head has no row".into()))?;
         let judged = judged_among(&mut tx, &candidates).await?;
         let offered = candidates.len();
         let todo: Vec<Candidate> = candidates
@@ -1324,12 +1640,17 @@ impl Store {
     /// as the evidence says) and — to be approved — not stale (its document has no newer
     /// revision). A rejection needs a note. Refusals come back as
     /// [`StoreError::ReviewRefused`], naming every refused candidate.
+    ///
+    /// `via` says how the decision was made, and goes on each record (and into its hash).
+    /// A log that does not end where its head says refuses every decision with
+    /// [`StoreError::ChainBroken`], naming the record.
     pub async fn review_decide(
         &self,
         ids: &[CandidateId],
         decision: Decision,
         reviewer: &Reviewer,
         note: Option<&str>,
+        via: &Via,
     ) -> Result<Vec<Decided>> {
         let note = note.map(str::trim).filter(|n| !n.is_empty());
         if decision == Decision::Reject && note.is_none() {
@@ -1343,10 +1664,8 @@ impl Store {
         let mut unique = ids.to_vec();
         unique.sort();
         unique.dedup();
-        let mut tx = self.pool.begin().await?;
-        let head = lock_head(&mut tx, true)
-            .await?
-            .ok_or_else(|| StoreError::Invariant("evidence_head has no row".into()))?;
+        let (mut tx, head) = begin_append(&self.pool, true).await?;
+        let head = head.ok_or_else(|| StoreError::Invariant("evidence_head has no row".into()))?;
         let mut refusals = Vec::new();
         let mut ok = Vec::new();
         for id in &unique {
@@ -1421,6 +1740,7 @@ impl Store {
                 decision.into(),
                 Vec::new(),
                 note.map(str::to_owned),
+                Some(via.clone()),
             );
             decided.push(Decided {
                 id,
@@ -1468,8 +1788,20 @@ impl Store {
     }
 
     /// Recompute the chain (every record's hash and link), every candidate's hash and
-    /// every promotion state against its record; stop at the first disagreement.
+    /// every promotion state against its record, then check every source against its
+    /// hashes and offsets ([`sources_problem`]); stop at the first disagreement.
     pub async fn evidence_verify(&self) -> Result<VerifyReport> {
+        self.evidence_verify_against(None).await
+    }
+
+    /// [`Store::evidence_verify`], and hold the log to a head kept earlier: the record at
+    /// `expect.seq` must still be in the log with that sha256. A chain that verifies on
+    /// its own may still have been rewritten (every hash recomputed after an edit); only
+    /// a hash kept outside the database tells.
+    pub async fn evidence_verify_against(
+        &self,
+        expect: Option<&ChainHead>,
+    ) -> Result<VerifyReport> {
         // One snapshot for the whole check: appends racing with it are not mistaken for
         // breaks.
         let mut tx = self.pool.begin().await?;
@@ -1480,23 +1812,28 @@ impl Store {
         let mut prev = GENESIS_SHA256.to_owned();
         let mut expected_seq = 1i64;
         let mut problem = None;
-        {
+        if let Some(kept) = expect.filter(|k| k.seq == 0 && k.sha256 != GENESIS_SHA256) {
+            problem = Some(VerifyProblem::at_record(
+                0,
+                None,
+                format!(
+                    "the head kept earlier ({kept}) names the chain's start with a hash that is not the start's: it was not printed by `relata evidence verify`"
+                ),
+            ));
+        }
+        if problem.is_none() {
             let mut rows = sqlx::query(concat!(
-                "SELECT t.*, relata_candidate_sha256(t.candidate_kind, t.candidate_id) FROM (",
+                "SELECT t.*, relata_candidate_sha256(t.candidate_kind, t.candidate_id) AS now_sha256 FROM (",
                 evidence_select!(),
                 ") t ORDER BY seq"
             ))
             .fetch(&mut *tx);
             while let Some(r) = rows.try_next().await? {
                 let rec = evidence_record(&r)?;
-                let now_sha: Option<String> = r.try_get(14)?;
+                let now_sha: Option<String> = r.try_get("now_sha256")?;
                 records += 1;
                 let at = |what: String| {
-                    Some(VerifyProblem {
-                        seq: Some(rec.seq),
-                        candidate: Some(rec.candidate),
-                        what,
-                    })
+                    Some(VerifyProblem::at_record(rec.seq, Some(rec.candidate), what))
                 };
                 if rec.seq != expected_seq {
                     problem = at(format!(
@@ -1512,6 +1849,13 @@ impl Store {
                 } else if rec.compute_sha256() != rec.sha256 {
                     problem =
                         at("its content does not match its sha256: the record was altered".into());
+                } else if let Some(kept) =
+                    expect.filter(|k| k.seq == rec.seq && k.sha256 != rec.sha256)
+                {
+                    problem = at(format!(
+                        "its sha256 is {}, not {} as in the head kept earlier: the log up to this record was rewritten (records edited and every hash after them recomputed)",
+                        rec.sha256, kept.sha256
+                    ));
                 } else if now_sha.is_none() {
                     problem = at("its candidate no longer exists".into());
                 } else if now_sha.as_deref() != Some(rec.candidate_sha256.as_str()) {
@@ -1527,6 +1871,7 @@ impl Store {
                 expected_seq += 1;
             }
         }
+        let last = expected_seq - 1;
         if problem.is_none() {
             let head = sqlx::query("SELECT seq, encode(sha256, 'hex') FROM evidence_head")
                 .fetch_optional(&mut *tx)
@@ -1535,22 +1880,44 @@ impl Store {
                 Some(h) => (h.try_get(0)?, h.try_get(1)?),
                 None => (-1, String::new()),
             };
-            if head_seq != expected_seq - 1 || head_sha != prev {
-                problem = Some(VerifyProblem {
-                    seq: Some(head_seq),
-                    candidate: None,
-                    what: format!(
-                        "the chain's head names record {head_seq}, but the log ends at record {}: records at the end were deleted or the head was altered",
-                        expected_seq - 1
+            if head_seq != last || head_sha != prev {
+                problem = Some(VerifyProblem::at_record(
+                    head_seq,
+                    None,
+                    format!(
+                        "the chain's head names record {head_seq}, but the log ends at record {last}: records at the end were deleted or the head was altered"
                     ),
-                });
+                ));
             }
+        }
+        if problem.is_none()
+            && let Some(kept) = expect.filter(|k| k.seq > last)
+        {
+            problem = Some(VerifyProblem::at_record(
+                kept.seq,
+                None,
+                format!(
+                    "the head kept earlier ({kept}) names record {}, but the log ends at record {last}: records were removed and the log rewritten, or the head was kept from another database",
+                    kept.seq
+                ),
+            ));
         }
         if problem.is_none() {
             problem = promotion_problem(&mut tx).await?;
         }
+        if problem.is_none() {
+            problem = sources_problem(&mut tx).await?;
+        }
         tx.commit().await?;
-        Ok(VerifyReport { records, problem })
+        let head = problem.is_none().then_some(ChainHead {
+            seq: last,
+            sha256: prev,
+        });
+        Ok(VerifyReport {
+            records,
+            problem,
+            head,
+        })
     }
 
     /// Pending candidates by kind, with the oldest's proposal time.
@@ -1624,15 +1991,15 @@ async fn promotion_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyP
     .fetch_optional(&mut *tx)
     .await?;
     if let Some(r) = unqueued {
-        return Ok(Some(VerifyProblem {
-            seq: Some(r.try_get(0)?),
-            candidate: Some(CandidateId {
+        return Ok(Some(VerifyProblem::at_record(
+            r.try_get(0)?,
+            Some(CandidateId {
                 kind: parse_label(r.try_get(1)?)?,
                 id: r.try_get(2)?,
             }),
-            what: "the policy held it for review, but the review queue has no row for it: the row was deleted"
+            "the policy held it for review, but the review queue has no row for it: the row was deleted"
                 .into(),
-        }));
+        )));
     }
     let mut rows = sqlx::query(
         "SELECT p.candidate_kind, p.candidate_id, p.state, p.evidence_seq, e.decision,
@@ -1659,13 +2026,7 @@ async fn promotion_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyP
         let eid: Option<i64> = r.try_get(6)?;
         let latest: Option<i64> = r.try_get(7)?;
         let policy: Option<String> = r.try_get(8)?;
-        let problem = |what: String| {
-            Ok(Some(VerifyProblem {
-                seq: Some(seq),
-                candidate: Some(id),
-                what,
-            }))
-        };
+        let problem = |what: String| Ok(Some(VerifyProblem::at_record(seq, Some(id), what)));
         if ekind.as_deref() != Some(id.kind.as_str()) || eid != Some(id.id) {
             return problem(
                 "its promotion state points at a record about another candidate".into(),
@@ -1715,7 +2076,145 @@ fn evidence_record(r: &PgRow) -> Result<EvidenceRecord> {
         decided_at: r.try_get(11)?,
         prev_sha256: r.try_get(12)?,
         sha256: r.try_get(13)?,
+        via: Via::from_columns(r.try_get(14)?, r.try_get(15)?, r.try_get(16)?)?,
     })
+}
+
+/// Every document revision against its stored sha256, every chunk against the
+/// revision's bytes at its offsets, and every claim's quote against the bytes at its
+/// offsets: the first that differs, in revision order (a revision, then its chunks),
+/// then in claim order. A record's hash covers its candidate's row, not the document
+/// it quotes, so without this a document edited with plain SQL (the triggers guard
+/// claims, not revisions) would go on vouching for a quote it no longer holds.
+///
+/// Revisions are streamed one at a time, each with its chunks' offsets and hashes read
+/// by the `(revision_id, ordinal)` index and whether each chunk's text still hashes to
+/// its sha256 (hashed by the server, so chunk texts are not sent): the check holds one
+/// revision's text at a time and hashes each of its bytes once, where comparing in SQL
+/// would copy the whole revision for every chunk. Claims are then read in id order
+/// with their chunk (its primary key), and each quote compared with the chunk's text
+/// at the quote's offsets, which the first pass has tied to the revision's bytes.
+async fn sources_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyProblem>> {
+    {
+        let mut revisions = sqlx::query(
+            "SELECT r.id, r.document_id, r.sha256, r.text, c.ids, c.starts, c.ends, c.shas,
+                    c.texts_ok
+             FROM document_revisions r
+             CROSS JOIN LATERAL (
+                 SELECT array_agg(x.id ORDER BY x.ordinal) AS ids,
+                        array_agg(x.start_byte ORDER BY x.ordinal) AS starts,
+                        array_agg(x.end_byte ORDER BY x.ordinal) AS ends,
+                        array_agg(x.sha256 ORDER BY x.ordinal) AS shas,
+                        array_agg(encode(sha256(convert_to(x.text, 'UTF8')), 'hex') = x.sha256
+                                  ORDER BY x.ordinal) AS texts_ok
+                 FROM chunks x WHERE x.revision_id = r.id
+             ) c
+             ORDER BY r.id",
+        )
+        .fetch(&mut *tx);
+        while let Some(r) = revisions.try_next().await? {
+            let revision: (i64, i64) = (r.try_get(1)?, r.try_get(0)?);
+            let stored: String = r.try_get(2)?;
+            let text: String = r.try_get(3)?;
+            if crate::sha256_hex(text.as_bytes()) != stored {
+                return Ok(Some(VerifyProblem::in_source(
+                    revision,
+                    None,
+                    None,
+                    "its text no longer hashes to its stored sha256: the text or the hash was edited"
+                        .into(),
+                )));
+            }
+            let ids: Vec<i64> = r.try_get::<Option<Vec<i64>>, _>(4)?.unwrap_or_default();
+            let starts: Vec<i32> = r.try_get::<Option<Vec<i32>>, _>(5)?.unwrap_or_default();
+            let ends: Vec<i32> = r.try_get::<Option<Vec<i32>>, _>(6)?.unwrap_or_default();
+            let shas: Vec<String> = r.try_get::<Option<Vec<String>>, _>(7)?.unwrap_or_default();
+            let texts_ok: Vec<bool> = r.try_get::<Option<Vec<bool>>, _>(8)?.unwrap_or_default();
+            let bytes = text.as_bytes();
+            for ((((&id, &start), &end), sha), &text_ok) in
+                ids.iter().zip(&starts).zip(&ends).zip(&shas).zip(&texts_ok)
+            {
+                let chunk = |what: String| {
+                    Ok(Some(VerifyProblem::in_source(
+                        revision,
+                        Some(id),
+                        None,
+                        what,
+                    )))
+                };
+                if !text_ok {
+                    return chunk(
+                        "its text no longer hashes to its stored sha256: the chunk was edited"
+                            .into(),
+                    );
+                }
+                let span = usize::try_from(start)
+                    .ok()
+                    .zip(usize::try_from(end).ok())
+                    .and_then(|(s, e)| bytes.get(s..e));
+                let Some(span) = span else {
+                    return chunk(format!(
+                        "its offsets [{start}, {end}) lie outside the revision's {} bytes: the revision or the chunk was edited",
+                        bytes.len()
+                    ));
+                };
+                if crate::sha256_hex(span) != *sha {
+                    return chunk(format!(
+                        "the revision's bytes at [{start}, {end}) are not the chunk's text: the revision or the chunk was edited"
+                    ));
+                }
+            }
+        }
+    }
+    // A quote inside its chunk (every quote the gate accepts) is compared with the
+    // chunk's text; one outside it, with the revision's.
+    let claim = sqlx::query(
+        "SELECT q.id, q.document_id, q.revision_id, q.quote_start, q.quote_end, q.quote,
+                (SELECT substring(convert_to(r.text, 'UTF8')
+                                  FROM q.quote_start + 1 FOR q.quote_end - q.quote_start)
+                 FROM document_revisions r WHERE r.id = q.revision_id)
+         FROM claims q JOIN chunks ch ON ch.id = q.chunk_id
+         WHERE (CASE WHEN q.quote_start >= ch.start_byte AND q.quote_end <= ch.end_byte
+                     THEN substring(convert_to(ch.text, 'UTF8')
+                                    FROM q.quote_start - ch.start_byte + 1
+                                    FOR q.quote_end - q.quote_start)
+                     ELSE (SELECT substring(convert_to(r.text, 'UTF8')
+                                            FROM q.quote_start + 1
+                                            FOR q.quote_end - q.quote_start)
+                           FROM document_revisions r WHERE r.id = q.revision_id)
+                END) IS DISTINCT FROM convert_to(q.quote, 'UTF8')
+         ORDER BY q.id LIMIT 1",
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(r) = claim else {
+        return Ok(None);
+    };
+    let id = CandidateId {
+        kind: RowKind::Claim,
+        id: r.try_get(0)?,
+    };
+    let (start, end): (i32, i32) = (r.try_get(3)?, r.try_get(4)?);
+    let quote: String = r.try_get(5)?;
+    let now: Option<Vec<u8>> = r.try_get(6)?;
+    let now = now.map_or_else(
+        || "nothing (the revision is gone)".to_owned(),
+        |b| {
+            format!(
+                "{:?}",
+                relata_core::text::cut(&String::from_utf8_lossy(&b), 200)
+            )
+        },
+    );
+    Ok(Some(VerifyProblem::in_source(
+        (r.try_get(1)?, r.try_get(2)?),
+        None,
+        Some(id),
+        format!(
+            "its quote {:?} is not the revision's text at bytes [{start}, {end}), which reads {now}: the document was edited after the claim was stored",
+            relata_core::text::cut(&quote, 200)
+        ),
+    )))
 }
 
 fn review_candidate(r: &PgRow) -> Result<ReviewCandidate> {
@@ -1822,6 +2321,7 @@ mod tests {
                 + chrono::Duration::microseconds(123_456),
             prev_sha256: GENESIS_SHA256.into(),
             sha256: String::new(),
+            via: None,
         };
         let awkward =
             "Ada \"Countess\" Lovelace\\ \u{0}\u{1f}\t\n\r\u{8}\u{c}\u{7f} é 漢 🦀 </script>";
@@ -1855,5 +2355,117 @@ mod tests {
         let mut edited = base.clone();
         edited.reasons.push("x".into());
         assert_ne!(edited.compute_sha256(), base.compute_sha256());
+    }
+
+    /// A person's record says how the decision was made, inside its hash: one element
+    /// more, `[via, os_user, host]`, after the thirteen every record has. A record
+    /// without it keeps the old shape (the test above), so the two cannot collide.
+    #[test]
+    fn how_a_decision_was_made_is_covered_by_its_records_hash() {
+        let base = EvidenceRecord {
+            seq: 3,
+            candidate: CandidateId {
+                kind: RowKind::Claim,
+                id: 42,
+            },
+            candidate_sha256: "ab".repeat(32),
+            call_id: Some(7),
+            task_version: "extract-v1".into(),
+            actor_kind: ActorKind::Reviewer,
+            actor: "Ada Lovelace".into(),
+            decision: EvidenceDecision::Approve,
+            reasons: Vec::new(),
+            note: Some("checked".into()),
+            decided_at: Utc.with_ymd_and_hms(2026, 12, 27, 9, 0, 0).unwrap(),
+            prev_sha256: "cd".repeat(32),
+            sha256: String::new(),
+            via: Some(Via::CommandLine {
+                os_user: "ada".into(),
+                host: "analytical-engine".into(),
+            }),
+        };
+        // The thirteen fields, as the tree above writes them, and then how.
+        let r = &base;
+        let mut expected = serde_json::json!([
+            r.seq,
+            r.candidate.kind.as_str(),
+            r.candidate.id,
+            r.candidate_sha256,
+            r.call_id,
+            r.task_version,
+            r.actor_kind.as_str(),
+            r.actor,
+            r.decision.as_str(),
+            r.reasons,
+            r.note,
+            r.decided_at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string(),
+            r.prev_sha256,
+        ]);
+        expected.as_array_mut().unwrap().push(serde_json::json!([
+            "command_line",
+            "ada",
+            "analytical-engine"
+        ]));
+        assert_eq!(
+            base.compute_sha256(),
+            hex::encode(Sha256::digest(expected.to_string().as_bytes()))
+        );
+        let hashes: Vec<String> = [
+            None,
+            Some(Via::ReviewPage),
+            Some(Via::CommandLine {
+                os_user: "ada".into(),
+                host: "elsewhere".into(),
+            }),
+            Some(Via::CommandLine {
+                os_user: "mallory".into(),
+                host: "analytical-engine".into(),
+            }),
+            base.via.clone(),
+        ]
+        .into_iter()
+        .map(|via| {
+            EvidenceRecord {
+                via,
+                ..base.clone()
+            }
+            .compute_sha256()
+        })
+        .collect();
+        let distinct: std::collections::BTreeSet<&String> = hashes.iter().collect();
+        assert_eq!(distinct.len(), hashes.len(), "{hashes:?}");
+    }
+
+    #[test]
+    fn a_chain_head_is_read_as_verify_prints_it() {
+        let head = ChainHead {
+            seq: 42,
+            sha256: "ab".repeat(32),
+        };
+        assert_eq!(head.to_string().parse::<ChainHead>(), Ok(head.clone()));
+        assert_eq!(
+            format!(" 42:{} ", "AB".repeat(32)).parse::<ChainHead>(),
+            Ok(head)
+        );
+        assert_eq!(
+            format!("0:{GENESIS_SHA256}")
+                .parse::<ChainHead>()
+                .unwrap()
+                .seq,
+            0
+        );
+        for bad in [
+            "",
+            "42",
+            "42:",
+            &format!("-1:{}", "ab".repeat(32)),
+            &format!("x:{}", "ab".repeat(32)),
+            &format!("42:{}", "ab".repeat(31)),
+            &format!("42:{}g", "ab".repeat(31) + "a"),
+            &format!("42 {}", "ab".repeat(32)),
+        ] {
+            let e = bad.parse::<ChainHead>().unwrap_err();
+            assert!(e.to_string().contains("SEQ:SHA256"), "{bad:?}: {e}");
+        }
     }
 }

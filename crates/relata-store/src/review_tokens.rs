@@ -34,13 +34,23 @@ impl Store {
 
     /// True when `token` is `reviewer`'s current token.
     pub async fn check_review_token(&self, reviewer: &str, token: &str) -> Result<bool> {
+        self.check_review_token_sha256(reviewer, &review_token_sha256(token))
+            .await
+    }
+
+    /// True when `reviewer`'s current token has the sha256 (hex) `token_sha256`: what a
+    /// session opened by an earlier token checks on each request.
+    pub async fn check_review_token_sha256(
+        &self,
+        reviewer: &str,
+        token_sha256: &str,
+    ) -> Result<bool> {
         let stored: Option<String> =
             sqlx::query_scalar("SELECT token_sha256 FROM review_tokens WHERE reviewer = $1")
                 .bind(reviewer)
                 .fetch_optional(&self.pool)
                 .await?;
-        Ok(stored
-            .is_some_and(|s| constant_time_eq(s.as_bytes(), review_token_sha256(token).as_bytes())))
+        Ok(stored.is_some_and(|s| constant_time_eq(s.as_bytes(), token_sha256.as_bytes())))
     }
 }
 

@@ -62,3 +62,13 @@ pub async fn candidates_as_swept(
     let mut conn = store.pool().acquire().await?;
     crate::promotion::read_candidates(&mut conn, kind, ids).await
 }
+
+/// Run `sql` as it is on the store's database: for tests that damage a store on purpose,
+/// as a database user could behind relata's back, from crates that know no SQL of their
+/// own. Returns the rows affected.
+pub async fn execute(store: &crate::Store, sql: &str) -> Result<u64> {
+    Ok(sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+        .execute(store.pool())
+        .await?
+        .rows_affected())
+}

@@ -8,7 +8,9 @@
 //! killed, a hand-off dropped because the queue was full or the store failed), and
 //! refreshes the review-queue gauges. Its failures are logged and tried again on the
 //! next tick; nothing it does can hold up a job: a store that cannot record decisions
-//! leaves the workers committing and nothing promoted until it can.
+//! leaves the workers committing and nothing promoted until it can. An evidence log that
+//! does not end where its head says is refused by the store with a sentence naming the
+//! record, which the promoter logs once (not every tick) until a tick succeeds again.
 //!
 //! The sweep stops at the highest ids the previous tick saw, so that it leaves the rows
 //! committed since then to the workers that committed them: reading those back is the
@@ -185,6 +187,69 @@ impl PromotionFailed<'_> {
     }
 }
 
+/// The promoter stopped recording decisions because the evidence log does not end where
+/// its head says (a record written behind relata's back, or the last one altered). The
+/// store's sentence names the record and what to run; the workers go on committing.
+#[derive(Debug)]
+pub struct PromotionStopped<'a> {
+    pub error: &'a relata_store::StoreError,
+}
+
+impl PromotionStopped<'_> {
+    pub fn emit(&self) {
+        tracing::error!(
+            "promotion stopped: {}; extraction and classification go on, and no decision is recorded until the log ends where its head says",
+            self.error
+        );
+    }
+}
+
+/// What the promoter says when a tick fails. A log that does not verify fails every tick
+/// the same way until a person repairs it: that is said once ([`PromotionStopped`]), and
+/// again only when the sentence changes or after a tick that recorded decisions, not a
+/// line every interval. Any other failure (an unavailable store) is logged each time, as
+/// the next tick may well succeed.
+#[derive(Debug, Default)]
+struct FailureLog {
+    stopped: Option<String>,
+}
+
+/// What [`FailureLog`] says of one failure.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Say {
+    Failed,
+    Stopped,
+    Nothing,
+}
+
+impl FailureLog {
+    fn failed(&mut self, e: &relata_store::StoreError) {
+        match self.judge(e) {
+            Say::Failed => PromotionFailed { error: e }.emit(),
+            Say::Stopped => PromotionStopped { error: e }.emit(),
+            Say::Nothing => {}
+        }
+    }
+
+    fn judge(&mut self, e: &relata_store::StoreError) -> Say {
+        if e.kind() != relata_store::ErrorKind::ChainBroken {
+            return Say::Failed;
+        }
+        let said = e.to_string();
+        if self.stopped.as_deref() == Some(said.as_str()) {
+            return Say::Nothing;
+        }
+        self.stopped = Some(said);
+        Say::Stopped
+    }
+
+    fn succeeded(&mut self) {
+        if self.stopped.take().is_some() {
+            tracing::info!("the evidence log takes decisions again: promotion resumed");
+        }
+    }
+}
+
 /// How the promoter runs.
 #[derive(Debug, Clone)]
 pub struct PromoterSettings {
@@ -354,15 +419,16 @@ impl Promoter {
     }
 
     /// One tick: judge what commits handed over, then sweep up to `upto` (the high
-    /// water of the tick before) and refresh the gauges.
+    /// water of the tick before) and refresh the gauges. Returns how far the sweep read
+    /// and how many decisions the tick recorded.
     async fn tick(
         &mut self,
         from: PromoteCursor,
         upto: PromoteCursor,
-    ) -> Result<PromoteCursor, relata_store::StoreError> {
-        self.judge_handed().await?;
-        let (_, reached) = self.pass(false, from, upto).await?;
-        Ok(reached)
+    ) -> Result<(PromoteCursor, u64), relata_store::StoreError> {
+        let handed = self.judge_handed().await?;
+        let (swept, reached) = self.pass(false, from, upto).await?;
+        Ok((reached, handed + swept))
     }
 
     /// Tick every `interval` until `shutdown` resolves, then judge what is left (bounded
@@ -375,6 +441,7 @@ impl Promoter {
         // The first sweep goes up to what is there at start-up: nothing of it will be
         // handed over.
         let mut ceiling: Option<PromoteCursor> = None;
+        let mut failures = FailureLog::default();
         loop {
             // A tick waiting on a store that does not answer is abandoned at shutdown
             // (its transaction rolls back), never waited for.
@@ -388,8 +455,16 @@ impl Promoter {
             tokio::select! {
                 _ = &mut shutdown => break,
                 r = next => match r {
-                    Ok(reached) => sweep.finished(reached),
-                    Err(e) => PromotionFailed { error: &e }.emit(),
+                    Ok((reached, recorded)) => {
+                        // Only a decision recorded proves the log takes them again: a
+                        // tick with nothing to judge, or one that found another promoter
+                        // appending, never looked at its end.
+                        if recorded > 0 {
+                            failures.succeeded();
+                        }
+                        sweep.finished(reached);
+                    }
+                    Err(e) => failures.failed(&e),
                 }
             }
         }
@@ -405,7 +480,7 @@ impl Promoter {
         };
         match tokio::time::timeout(final_deadline, last).await {
             Ok(Ok(_)) => {}
-            Ok(Err(e)) => PromotionFailed { error: &e }.emit(),
+            Ok(Err(e)) => failures.failed(&e),
             Err(_) => tracing::warn!(
                 "the last promotion pass did not finish before the deadline; `relata promote` or the next worker judges the rest"
             ),
@@ -465,6 +540,45 @@ mod tests {
 
     fn at(claim: i64) -> PromoteCursor {
         PromoteCursor::START.with(RowKind::Claim, claim)
+    }
+
+    /// A damaged log fails every tick alike: it is said once (the store's sentence
+    /// names the record and what to run), not once a tick; again when the sentence
+    /// changes or after promotion resumed. An unavailable store is logged each time.
+    #[test]
+    fn a_broken_chain_is_said_once_not_every_tick() {
+        let broken = |seq: i64| relata_store::StoreError::ChainBroken {
+            seq,
+            what: format!(
+                "evidence record {seq} is in the log, past the chain's head (record {}): it was written behind relata's back",
+                seq - 1
+            ),
+        };
+        let mut log = FailureLog::default();
+        let mut said = Vec::new();
+        for _ in 0..5 {
+            said.push(log.judge(&broken(3)));
+        }
+        said.push(log.judge(&broken(4)));
+        log.succeeded();
+        said.push(log.judge(&broken(4)));
+        for _ in 0..2 {
+            said.push(log.judge(&relata_store::StoreError::InvalidInput(
+                "anything else".into(),
+            )));
+        }
+        use Say::*;
+        assert_eq!(
+            said,
+            [
+                Stopped, Nothing, Nothing, Nothing, Nothing, Stopped, Stopped, Failed, Failed
+            ]
+        );
+        let sentence = broken(3).to_string();
+        assert!(
+            sentence.contains("evidence record 3") && sentence.contains("relata evidence verify"),
+            "{sentence}"
+        );
     }
 
     #[test]

@@ -94,6 +94,16 @@ impl ReviewBackend for Memory {
             .is_some_and(|t| t == secret))
     }
 
+    async fn token_current(&self, reviewer: &str, token_sha256: &str) -> BackendResult<bool> {
+        Ok(self
+            .0
+            .lock()
+            .unwrap()
+            .tokens
+            .get(reviewer)
+            .is_some_and(|t| relata_store::review_token_sha256(t) == token_sha256))
+    }
+
     async fn list(&self, f: &ReviewFilter) -> BackendResult<CandidatePage> {
         let inner = self.0.lock().unwrap();
         let matching: Vec<&Candidate> = inner

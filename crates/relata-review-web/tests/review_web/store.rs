@@ -293,3 +293,85 @@ async fn over_the_store_decisions_are_evidence_records_under_the_signed_in_name(
         "{h}"
     );
 }
+
+/// A burst of wrong tokens from one address, all at once, over the real store (each
+/// lookup a database round trip): no more answers than the limit allows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_concurrent_burst_of_guesses_gets_no_more_than_the_limit() {
+    let db = db().await;
+    let s = &db.store;
+    s.issue_review_token("Ada Lovelace", &token())
+        .await
+        .unwrap();
+    let app = router(backend(s), ReviewWebConfig::default());
+    let guesses: Vec<_> = (0..150)
+        .map(|_| {
+            let app = app.clone();
+            tokio::spawn(async move {
+                log_in(&app, "Ada Lovelace", &token(), "198.51.100.9:1")
+                    .await
+                    .status
+            })
+        })
+        .collect();
+    let (mut refused, mut limited) = (0, 0);
+    for g in guesses {
+        match g.await.unwrap() {
+            StatusCode::UNAUTHORIZED => refused += 1,
+            StatusCode::TOO_MANY_REQUESTS => limited += 1,
+            other => panic!("unexpected {other}"),
+        }
+    }
+    assert_eq!(refused, auth::SIGN_IN_ATTEMPTS, "{limited} limited");
+    assert_eq!(limited, 150 - auth::SIGN_IN_ATTEMPTS);
+}
+
+/// The README's remedy for a leaked token is a new one: the old token's sessions end at
+/// their next request, on every page, and can decide nothing.
+#[tokio::test]
+async fn a_reissued_token_ends_the_sessions_the_old_one_opened() {
+    let db = db().await;
+    let s = &db.store;
+    let a = claim_in(
+        s,
+        "ada",
+        "Ada Lovelace",
+        "Ada Lovelace wrote the notes on the engine.",
+        "Ada Lovelace",
+        "Ada Lovelace wrote the notes on the engine.",
+    )
+    .await;
+    hold_claims(s).await;
+    let leaked = token();
+    s.issue_review_token("Ada Lovelace", &leaked).await.unwrap();
+    let app = router(backend(s), ReviewWebConfig::default());
+    let (old_cookie, old_csrf) = sign_in(&app, "Ada Lovelace", &leaked).await;
+    assert_eq!(
+        send(&app, get("/review", Some(&old_cookie))).await.status,
+        StatusCode::OK
+    );
+
+    let fresh = token();
+    s.issue_review_token("Ada Lovelace", &fresh).await.unwrap();
+    for path in [
+        "/review",
+        "/review/history",
+        &format!("/review/candidate/claim:{a}"),
+    ] {
+        let res = send(&app, get(path, Some(&old_cookie))).await;
+        assert_eq!(res.status, StatusCode::SEE_OTHER, "{path}");
+        assert_eq!(res.location(), "/login", "{path}");
+    }
+    let act = format!("approve claim:{a}");
+    let res = decide(&app, &old_cookie, &[("csrf", &old_csrf), ("act", &act)]).await;
+    assert_eq!(res.status, StatusCode::FORBIDDEN);
+    assert_eq!(state(s, a).await, PromotionState::Pending);
+    assert!(s.reviewer_decisions(0, 10).await.unwrap().is_empty());
+
+    // The new token's session works.
+    let (cookie, _) = sign_in(&app, "Ada Lovelace", &fresh).await;
+    assert_eq!(
+        send(&app, get("/review", Some(&cookie))).await.status,
+        StatusCode::OK
+    );
+}

@@ -9,7 +9,7 @@ use relata_store::{Passage, Store};
 
 use crate::common::{
     TestDb, ada, classify_version, commit_all_contradict, extract_doc, extract_doc_judged_by,
-    gate_without_support, ingest, one_claim,
+    gate_without_support, ingest, one_claim, via,
 };
 
 fn relation(id: i64) -> CandidateId {

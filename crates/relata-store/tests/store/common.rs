@@ -190,6 +190,14 @@ pub fn ada() -> relata_core::Reviewer {
         .expect("Ada is on it")
 }
 
+/// How the promotion tests' decisions are made: as `relata review` would record them.
+pub fn via() -> relata_store::Via {
+    relata_store::Via::CommandLine {
+        os_user: "tester".to_owned(),
+        host: "test-host".to_owned(),
+    }
+}
+
 /// Run the shipped policy over every candidate without a decision (up to 100 of each
 /// kind), waiting for the chain if another run holds it.
 pub async fn judge(store: &Store) -> relata_store::PromoteSummary {

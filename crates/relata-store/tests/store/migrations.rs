@@ -153,6 +153,7 @@ async fn check_constraints_list_every_enum_value() {
         RowKind::ALL.iter().map(|r| r.as_str()).collect(),
         "candidate kind",
     );
+    has(&evidence, relata_store::Via::LABELS.to_vec(), "decided via");
     let promotions = checks(&db, "promotions").await;
     has(
         &promotions,

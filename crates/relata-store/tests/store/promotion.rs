@@ -14,7 +14,7 @@ use sqlx::Connection;
 
 use crate::common::{
     TestDb, ada, call, classify_version, commit_all_contradict, committed, extract_doc,
-    extract_doc_judged_by, gate_without_support, ingest, judge, one_claim,
+    extract_doc_judged_by, gate_without_support, ingest, judge, one_claim, via,
 };
 
 fn claim(id: i64) -> CandidateId {
@@ -185,6 +185,7 @@ async fn the_policy_promotes_clean_rows_and_holds_warned_and_contested_ones_for_
             Decision::Approve,
             &ada(),
             Some("checked both sources"),
+            &via(),
         )
         .await
         .unwrap();
@@ -236,19 +237,31 @@ async fn decisions_are_refused_when_already_made_stale_unknown_unjudged_or_notel
 
     // Not yet judged by the policy.
     let err = s
-        .review_decide(&[claim(unjudged_later)], Decision::Approve, &ada(), None)
+        .review_decide(
+            &[claim(unjudged_later)],
+            Decision::Approve,
+            &ada(),
+            None,
+            &via(),
+        )
         .await
         .unwrap_err();
     assert_refused(&err, &[RefusalReason::NotJudged]);
     // No such candidate.
     let err = s
-        .review_decide(&[claim(999_999)], Decision::Approve, &ada(), None)
+        .review_decide(&[claim(999_999)], Decision::Approve, &ada(), None, &via())
         .await
         .unwrap_err();
     assert_refused(&err, &[RefusalReason::NotFound]);
     // A rejection without a note.
     let err = s
-        .review_decide(&[claim(warned)], Decision::Reject, &ada(), Some("  "))
+        .review_decide(
+            &[claim(warned)],
+            Decision::Reject,
+            &ada(),
+            Some("  "),
+            &via(),
+        )
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
@@ -261,6 +274,7 @@ async fn decisions_are_refused_when_already_made_stale_unknown_unjudged_or_notel
             Decision::Approve,
             &ada(),
             None,
+            &via(),
         )
         .await
         .unwrap_err();
@@ -273,7 +287,7 @@ async fn decisions_are_refused_when_already_made_stale_unknown_unjudged_or_notel
     // Stale: the document changed since the claim was proposed. It cannot be approved...
     ingest(s, "w", "Alpha Corp was founded by Jane Roe in Basel.").await;
     let err = s
-        .review_decide(&[claim(warned)], Decision::Approve, &ada(), None)
+        .review_decide(&[claim(warned)], Decision::Approve, &ada(), None, &via())
         .await
         .unwrap_err();
     assert_refused(&err, &[RefusalReason::Stale]);
@@ -287,12 +301,19 @@ async fn decisions_are_refused_when_already_made_stale_unknown_unjudged_or_notel
         Decision::Reject,
         &ada(),
         Some("the text changed"),
+        &via(),
     )
     .await
     .unwrap();
     assert_eq!(state_of(s, claim(warned)).await, PromotionState::Rejected);
     let err = s
-        .review_decide(&[claim(warned)], Decision::Reject, &ada(), Some("again"))
+        .review_decide(
+            &[claim(warned)],
+            Decision::Reject,
+            &ada(),
+            Some("again"),
+            &via(),
+        )
         .await
         .unwrap_err();
     assert_refused(
@@ -468,9 +489,15 @@ async fn three_decisions() -> (TestDb, i64) {
     let s = &db.store;
     let warned = warned_claim(s, "w").await;
     judge(s).await;
-    s.review_decide(&[claim(warned)], Decision::Approve, &ada(), Some("ok"))
-        .await
-        .unwrap();
+    s.review_decide(
+        &[claim(warned)],
+        Decision::Approve,
+        &ada(),
+        Some("ok"),
+        &via(),
+    )
+    .await
+    .unwrap();
     // entity, claim (review), claim (approve)
     assert_eq!(verify_ok(s).await, 3);
     (db, warned)
@@ -585,7 +612,7 @@ async fn verify_catches_a_review_queue_row_deleted_or_added_behind_relatas_back(
     assert_eq!(p.candidate, Some(claim(warned)), "{p}");
     assert!(p.what.contains("was deleted"), "{p}");
     let err = s
-        .review_decide(&[claim(warned)], Decision::Approve, &ada(), None)
+        .review_decide(&[claim(warned)], Decision::Approve, &ada(), None, &via())
         .await
         .unwrap_err();
     assert_refused(&err, &[RefusalReason::NotQueued]);
@@ -678,6 +705,7 @@ async fn a_chain_written_before_the_hashes_became_bytes_still_verifies() {
             .into(),
         prev_sha256: "0".repeat(64),
         sha256: String::new(),
+        via: None,
     };
     record.sha256 = record.compute_sha256();
     sqlx::query(
@@ -744,7 +772,7 @@ async fn a_new_task_versions_rows_are_new_candidates_and_earlier_approvals_do_no
     let s = &db.store;
     let warned = warned_claim(s, "w").await;
     judge(s).await;
-    s.review_decide(&[claim(warned)], Decision::Approve, &ada(), None)
+    s.review_decide(&[claim(warned)], Decision::Approve, &ada(), None, &via())
         .await
         .unwrap();
     // The same chunk under another prompt version (a backfill): its own job and rows.
@@ -889,9 +917,15 @@ async fn awkward_source_names_are_recorded_as_they_are() {
     // A reviewer's note goes through the same rows (trimmed, as every note is).
     let warned = warned_claim(s, "d2").await;
     judge(s).await;
-    s.review_decide(&[claim(warned)], Decision::Reject, &ada(), Some(awkward))
-        .await
-        .unwrap();
+    s.review_decide(
+        &[claim(warned)],
+        Decision::Reject,
+        &ada(),
+        Some(awkward),
+        &via(),
+    )
+    .await
+    .unwrap();
     let history = s.evidence_history(Some(claim(warned)), 10).await.unwrap();
     assert_eq!(history.len(), 2);
     assert_eq!(history[0].note, None);
@@ -1208,4 +1242,492 @@ async fn a_sweep_stops_at_its_ceiling() {
     assert_eq!(state_of(s, claim(above)).await, PromotionState::Proposed);
     assert_eq!(judge(s).await.total(), 2);
     verify_ok(s).await;
+}
+
+/// The issue's case: a document's text edited with plain SQL (its revision, then its
+/// hash, then its chunk and the chunk's hash, as someone covering their tracks would),
+/// while a promoted claim still quotes what it said. No trigger guards a revision and
+/// no evidence record hashes one, so at each step verify must name what no longer
+/// matches: the revision, the chunk, and finally the claim, with both texts.
+#[tokio::test]
+async fn verify_names_a_document_edited_under_a_promoted_claim_at_every_step_of_the_edit() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let (id, _) = clean_claim(s, "Warsaw", "Beta Inc").await;
+    judge(s).await;
+    assert_eq!(state_of(s, claim(id)).await, PromotionState::Promoted);
+    verify_ok(s).await;
+    let (document, revision, chunk): (i64, i64, i64) =
+        sqlx::query_as("SELECT document_id, revision_id, chunk_id FROM claims WHERE id = $1")
+            .bind(id)
+            .fetch_one(db.pool())
+            .await
+            .unwrap();
+    let problem = || async {
+        let r = s.evidence_verify().await.unwrap();
+        assert_eq!(r.head, None, "no head is offered for a store that fails");
+        r.problem.expect("verify must fail")
+    };
+
+    // 1. The revision's text: its sha256 no longer matches.
+    sqlx::query("UPDATE document_revisions SET text = replace(text, 'Warsaw', 'Berlin')")
+        .execute(db.pool())
+        .await
+        .unwrap();
+    let p = problem().await;
+    assert_eq!(
+        (p.seq, p.document_id, p.revision_id, p.chunk_id, p.candidate),
+        (None, Some(document), Some(revision), None, None),
+        "{p}"
+    );
+    assert!(p.what.contains("sha256"), "{p}");
+    assert!(
+        p.to_string()
+            .starts_with(&format!("document {document} revision {revision}: ")),
+        "{p}"
+    );
+    // What verify is for: the edit promotes nothing new, but the claim stays promoted
+    // while its document no longer says what it quotes.
+    let promoted: bool = sqlx::query_scalar("SELECT relata_promoted('claim', $1)")
+        .bind(id)
+        .fetch_one(db.pool())
+        .await
+        .unwrap();
+    assert!(promoted);
+
+    // 2. ...and its hash: the chunk is no longer the revision's bytes at its offsets.
+    sqlx::query(
+        "UPDATE document_revisions SET sha256 = encode(sha256(convert_to(text, 'UTF8')), 'hex')",
+    )
+    .execute(db.pool())
+    .await
+    .unwrap();
+    let p = problem().await;
+    assert_eq!(
+        (p.document_id, p.revision_id, p.chunk_id, p.candidate),
+        (Some(document), Some(revision), Some(chunk), None),
+        "{p}"
+    );
+    assert!(p.what.contains("not the chunk's text"), "{p}");
+
+    // 3. ...and the chunk's text: it no longer matches its own hash.
+    sqlx::query("UPDATE chunks SET text = replace(text, 'Warsaw', 'Berlin')")
+        .execute(db.pool())
+        .await
+        .unwrap();
+    let p = problem().await;
+    assert_eq!(p.chunk_id, Some(chunk), "{p}");
+    assert!(p.what.contains("chunk was edited"), "{p}");
+
+    // 4. ...and the chunk's hash: every source hash matches again, and the claim's
+    // quote is what no longer matches the bytes at its offsets.
+    sqlx::query("UPDATE chunks SET sha256 = encode(sha256(convert_to(text, 'UTF8')), 'hex')")
+        .execute(db.pool())
+        .await
+        .unwrap();
+    let p = problem().await;
+    assert_eq!(
+        (p.seq, p.document_id, p.revision_id, p.chunk_id, p.candidate),
+        (None, Some(document), Some(revision), None, Some(claim(id))),
+        "{p}"
+    );
+    assert!(
+        p.what
+            .contains("opened the office called Warsaw\" is not the revision's text")
+            && p.what
+                .contains("reads \"Beta Inc opened the office called Berlin\""),
+        "{p}"
+    );
+    assert!(
+        p.to_string().starts_with(&format!(
+            "document {document} revision {revision}, claim:{id}: "
+        )),
+        "{p}"
+    );
+}
+
+/// Verify prints the chain's head so that it can be kept elsewhere; held to it later,
+/// verify catches a log rewritten with every hash recomputed (which verifies on its own:
+/// the chain is unkeyed sha256) and a log cut short, while a log that only grew since
+/// still holds the kept head.
+#[tokio::test]
+async fn a_head_kept_elsewhere_catches_a_rewritten_or_shortened_log() {
+    use relata_store::ChainHead;
+    let (db, _) = three_decisions().await;
+    let s = &db.store;
+    let kept = s.evidence_verify().await.unwrap().head.unwrap();
+    let history = s.evidence_history(None, 100).await.unwrap();
+    assert_eq!(
+        kept,
+        ChainHead {
+            seq: 3,
+            sha256: history[2].sha256.clone()
+        }
+    );
+    // Empty log, and the log as it is: both heads hold.
+    let start: ChainHead = format!("0:{}", "0".repeat(64)).parse().unwrap();
+    for head in [&start, &kept] {
+        let r = s.evidence_verify_against(Some(head)).await.unwrap();
+        assert_eq!(r.problem, None, "{head}: {r:?}");
+    }
+    // The log grows: the kept head still holds, and the new head is the last record.
+    clean_claim(s, "d1", "Beta Inc").await;
+    judge(s).await;
+    let r = s.evidence_verify_against(Some(&kept)).await.unwrap();
+    assert_eq!(r.problem, None, "{r:?}");
+    assert_eq!(r.records, 5);
+    assert_eq!(r.head.as_ref().map(|h| h.seq), Some(5));
+
+    // Rewritten: record 2's reasons edited, and every hash from it on recomputed, the
+    // head's too, as a database user who read relata's source could.
+    let mut records = s.evidence_history(None, 100).await.unwrap();
+    let mut conn = db.pool().acquire().await.unwrap();
+    let mut tx = conn.begin().await.unwrap();
+    sqlx::query("SET LOCAL session_replication_role = replica")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    let mut prev = records[0].sha256.clone();
+    for r in records.iter_mut().skip(1) {
+        if r.seq == 2 {
+            r.reasons = vec!["warning: none worth a person".into()];
+        }
+        r.prev_sha256 = prev;
+        r.sha256 = r.compute_sha256();
+        prev = r.sha256.clone();
+        sqlx::query(
+            "UPDATE evidence SET reasons = $2, prev_sha256 = decode($3, 'hex'),
+                 sha256 = decode($4, 'hex') WHERE seq = $1",
+        )
+        .bind(r.seq)
+        .bind(&r.reasons)
+        .bind(&r.prev_sha256)
+        .bind(&r.sha256)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    }
+    sqlx::query("UPDATE evidence_head SET sha256 = decode($1, 'hex')")
+        .bind(&prev)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    drop(conn);
+    let alone = s.evidence_verify().await.unwrap();
+    assert_eq!(
+        alone.problem, None,
+        "a rewrite with every hash recomputed verifies on its own"
+    );
+    let p = s
+        .evidence_verify_against(Some(&kept))
+        .await
+        .unwrap()
+        .problem
+        .unwrap();
+    assert_eq!(p.seq, Some(3), "{p}");
+    assert!(p.what.contains("rewritten"), "{p}");
+    assert!(p.what.contains(&kept.sha256), "{p}");
+
+    // Shorter than the kept head: a head from further on than the log goes.
+    let beyond = ChainHead {
+        seq: 9,
+        sha256: "ab".repeat(32),
+    };
+    let p = s
+        .evidence_verify_against(Some(&beyond))
+        .await
+        .unwrap()
+        .problem
+        .unwrap();
+    assert_eq!(p.seq, Some(9), "{p}");
+    assert!(p.what.contains("ends at record 5"), "{p}");
+    // A start that is not the chain's start was never printed by verify.
+    let p = s
+        .evidence_verify_against(Some(&format!("0:{}", "ab".repeat(32)).parse().unwrap()))
+        .await
+        .unwrap()
+        .problem
+        .unwrap();
+    assert_eq!(p.seq, Some(0), "{p}");
+}
+
+/// One stray row appended with a plain `INSERT` (the triggers refuse updates and
+/// deletes, not inserts) took the `seq` the next decision needed, and every later
+/// decision failed with the database's duplicate-key error. Failing closed is right; the
+/// refusal must name the record and say what to run — for a reviewer's decision, a
+/// sweep and a commit's hand-off alike — while commits go on.
+#[tokio::test]
+async fn a_stray_evidence_record_refuses_every_decision_with_a_sentence_naming_it() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let warned = warned_claim(s, "w").await;
+    judge(s).await;
+    assert_eq!(verify_ok(s).await, 2);
+    let inserted = sqlx::query(
+        "INSERT INTO evidence (seq, candidate_kind, candidate_id, candidate_sha256, call_id,
+             task_version, actor_kind, actor, decision, reasons, note, decided_at,
+             prev_sha256, sha256)
+         SELECT 3, candidate_kind, candidate_id, candidate_sha256, call_id, task_version,
+                'reviewer', 'Mallory', 'approve', '{}', NULL, now(), sha256, sha256
+         FROM evidence WHERE seq = 2",
+    )
+    .execute(db.pool())
+    .await
+    .unwrap();
+    assert_eq!(inserted.rows_affected(), 1);
+    let refused = |e: &StoreError| {
+        assert_eq!(e.kind(), ErrorKind::ChainBroken, "{e}");
+        assert!(!e.is_retryable(), "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains("evidence record 3")
+                && text.contains("written behind relata's back")
+                && text.contains("run `relata evidence verify`"),
+            "{text}"
+        );
+        assert!(!text.contains("duplicate key"), "{text}");
+        if let StoreError::ChainBroken { seq, .. } = e {
+            assert_eq!(*seq, 3);
+        }
+    };
+
+    let e = s
+        .review_decide(&[claim(warned)], Decision::Approve, &ada(), None, &via())
+        .await
+        .unwrap_err();
+    refused(&e);
+    // Nothing of it was recorded.
+    assert_eq!(db.count("evidence").await, 3);
+    let queued: String = sqlx::query_scalar(
+        "SELECT state FROM promotions WHERE candidate_kind = 'claim' AND candidate_id = $1",
+    )
+    .bind(warned)
+    .fetch_one(db.pool())
+    .await
+    .unwrap();
+    assert_eq!(queued, "pending");
+
+    // Extraction goes on: commits never touch the log...
+    let (_, _, done) = extract_doc(
+        s,
+        "d1",
+        "Beta Inc opened the office called d1 in the city.",
+        &one_claim(
+            "Beta Inc",
+            "Beta Inc opened the office called d1.",
+            "opened the office called d1",
+        ),
+    )
+    .await;
+    assert_eq!(done.claim_ids.len(), 1);
+    // ...but neither a commit's hand-off nor a sweep records a decision.
+    let e = s
+        .promote_committed(&Policy::shipped(), done.candidates.clone())
+        .await
+        .unwrap_err();
+    refused(&e);
+    let e = s
+        .promote_pending(&Policy::shipped(), 100, false)
+        .await
+        .unwrap_err();
+    refused(&e);
+    assert_eq!(db.count("evidence").await, 3);
+    // And verify names the same record.
+    let p = s.evidence_verify().await.unwrap().problem.unwrap();
+    assert_eq!(p.seq, Some(3), "{p}");
+}
+
+/// The chain's last record altered behind relata's back: the next decision would link
+/// to the forgery and so vouch for it. It is refused, naming the record, instead.
+#[tokio::test]
+async fn an_altered_last_record_refuses_the_next_decision() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let warned = warned_claim(s, "w").await;
+    judge(s).await;
+    behind_relatas_back(&db, "UPDATE evidence SET actor = 'Mallory' WHERE seq = 2").await;
+    let e = s
+        .review_decide(&[claim(warned)], Decision::Approve, &ada(), None, &via())
+        .await
+        .unwrap_err();
+    assert_eq!(e.kind(), ErrorKind::ChainBroken, "{e}");
+    let text = e.to_string();
+    assert!(
+        text.contains("evidence record 2") && text.contains("relata evidence verify"),
+        "{text}"
+    );
+    assert_eq!(db.count("evidence").await, 2);
+}
+
+/// A person's record says how the decision was made — the review page, or the command
+/// line as which operating-system user on which host — inside its hash: an edit of it is
+/// an altered record.
+#[tokio::test]
+async fn a_decision_records_how_it_was_made_inside_its_hash() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let a = warned_claim(s, "a").await;
+    let b = warned_claim(s, "b").await;
+    judge(s).await;
+    let shell = relata_store::Via::CommandLine {
+        os_user: "ada".into(),
+        host: "analytical-engine".into(),
+    };
+    s.review_decide(&[claim(a)], Decision::Approve, &ada(), None, &shell)
+        .await
+        .unwrap();
+    s.review_decide(
+        &[claim(b)],
+        Decision::Reject,
+        &ada(),
+        Some("no"),
+        &relata_store::Via::ReviewPage,
+    )
+    .await
+    .unwrap();
+    let history = s.evidence_history(None, 100).await.unwrap();
+    let policy: Vec<_> = history
+        .iter()
+        .filter(|r| r.actor_kind == relata_core::ActorKind::Policy)
+        .collect();
+    assert!(policy.iter().all(|r| r.via.is_none()), "{policy:?}");
+    let last = &history[history.len() - 2..];
+    assert_eq!(last[0].via, Some(shell));
+    assert_eq!(last[1].via, Some(relata_store::Via::ReviewPage));
+    let json = serde_json::to_value(&last[0]).unwrap();
+    assert_eq!(
+        (&json["via"], &json["os_user"], &json["host"]),
+        (
+            &serde_json::json!("command_line"),
+            &serde_json::json!("ada"),
+            &serde_json::json!("analytical-engine")
+        ),
+        "{json}"
+    );
+    let seq = verify_ok(s).await - 1;
+    behind_relatas_back(
+        &db,
+        &format!("UPDATE evidence SET via_host = 'elsewhere' WHERE seq = {seq}"),
+    )
+    .await;
+    let p = s.evidence_verify().await.unwrap().problem.unwrap();
+    assert_eq!(p.seq, Some(seq), "{p}");
+    assert!(p.what.contains("altered"), "{p}");
+}
+
+/// A log written before records said how a decision was made — a policy record and a
+/// reviewer's, hashed as relata hashed them then (thirteen fields, computed here, not by
+/// the code under test) — still verifies after the migration that adds `via`, and the
+/// chain goes on from it.
+#[tokio::test]
+async fn a_log_written_before_decisions_recorded_how_they_were_made_still_verifies() {
+    use sha2::{Digest, Sha256};
+    const VIA: i64 = 20261227000001;
+    let db = TestDb::empty().await;
+    let s = &db.store;
+    let before = relata_store::MIGRATOR
+        .iter()
+        .map(|m| m.version)
+        .filter(|v| *v < VIA)
+        .max()
+        .unwrap();
+    relata_store::MIGRATOR
+        .run_to(before, db.pool())
+        .await
+        .unwrap();
+    let warned = warned_claim(s, "w").await;
+    let candidate_sha256: String =
+        sqlx::query_scalar("SELECT relata_candidate_sha256('claim', $1)")
+            .bind(warned)
+            .fetch_one(db.pool())
+            .await
+            .unwrap();
+    let at = "2026-12-26T10:00:00.123456Z";
+    let mut prev = "0".repeat(64);
+    for (seq, actor_kind, actor, decision, note) in [
+        (1i64, "policy", "warnings", "review", None),
+        (2, "reviewer", "Ada Lovelace", "approve", Some("checked")),
+    ] {
+        let reasons: Vec<String> = Vec::new();
+        let sha256 = hex::encode(Sha256::digest(
+            serde_json::json!([
+                seq,
+                "claim",
+                warned,
+                candidate_sha256,
+                None::<i64>,
+                "v-old",
+                actor_kind,
+                actor,
+                decision,
+                reasons,
+                note,
+                at,
+                prev,
+            ])
+            .to_string()
+            .as_bytes(),
+        ));
+        sqlx::query(
+            "INSERT INTO evidence (seq, candidate_kind, candidate_id, candidate_sha256, call_id,
+                 task_version, actor_kind, actor, decision, reasons, note, decided_at,
+                 prev_sha256, sha256)
+             VALUES ($1, 'claim', $2, decode($3, 'hex'), NULL, 'v-old', $4, $5, $6, '{}', $7,
+                     $8::timestamptz, decode($9, 'hex'), decode($10, 'hex'))",
+        )
+        .bind(seq)
+        .bind(warned)
+        .bind(&candidate_sha256)
+        .bind(actor_kind)
+        .bind(actor)
+        .bind(decision)
+        .bind(note)
+        .bind(at)
+        .bind(&prev)
+        .bind(&sha256)
+        .execute(db.pool())
+        .await
+        .unwrap();
+        prev = sha256;
+    }
+    sqlx::query("UPDATE evidence_head SET seq = 2, sha256 = decode($1, 'hex')")
+        .bind(&prev)
+        .execute(db.pool())
+        .await
+        .unwrap();
+    sqlx::query(
+        "INSERT INTO promotions (candidate_kind, candidate_id, state, policy_decision, rule,
+             sources, revision_ids, evidence_seq, proposed_at, decided_at)
+         SELECT 'claim', $1, 'promoted', 'review', 'warnings', '{test}', ARRAY[revision_id], 2,
+                $2::timestamptz, $2::timestamptz
+         FROM claims WHERE id = $1",
+    )
+    .bind(warned)
+    .bind(at)
+    .execute(db.pool())
+    .await
+    .unwrap();
+
+    s.migrate().await.unwrap();
+    let r = s.evidence_verify().await.unwrap();
+    assert_eq!(r.problem, None, "{r:?}");
+    assert_eq!(
+        r.head.as_ref().map(|h| h.sha256.as_str()),
+        Some(prev.as_str())
+    );
+    assert!(
+        s.evidence_history(None, 10)
+            .await
+            .unwrap()
+            .iter()
+            .all(|r| r.via.is_none())
+    );
+    // The chain goes on from the old head (the claim's entity), and a kept head from
+    // before the migration still holds.
+    let kept = r.head.unwrap();
+    assert_eq!(judge(s).await.total(), 1);
+    let r = s.evidence_verify_against(Some(&kept)).await.unwrap();
+    assert_eq!(r.problem, None, "{r:?}");
+    assert_eq!(r.records, 3);
 }

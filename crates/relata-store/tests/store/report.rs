@@ -5,7 +5,7 @@ use relata_validate::{GateConfig, judge_extract};
 
 use crate::common::{
     TestDb, ada, call, committed, extract_doc, extract_doc_judged_by, extract_job, extract_version,
-    gate_without_support, ingest, judge, one_claim,
+    gate_without_support, ingest, judge, one_claim, via,
 };
 
 #[tokio::test]
@@ -247,7 +247,7 @@ async fn warned_rows_wait_in_the_one_review_queue() {
     assert_eq!(item.state, PromotionState::Pending);
     assert_eq!(item.reasons, ["warning: figure_not_in_quote"], "{item:?}");
     assert_eq!(s.status().await.unwrap().review_pending, 1);
-    s.review_decide(&[id], Decision::Approve, &ada(), None)
+    s.review_decide(&[id], Decision::Approve, &ada(), None, &via())
         .await
         .unwrap();
     assert!(
