@@ -666,3 +666,49 @@ async fn serve_exports_the_answer_checks_for_the_disabled_check_alert() {
     }
     assert_eq!(server.terminate(), Some(0));
 }
+
+/// A document's bytes edited with plain SQL under a promoted claim ("Warsaw" → "Berlin"):
+/// the answer shows the bytes as they are now, never the claim beside them, and says why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_whose_source_was_edited_outside_relata_is_not_served() {
+    let env = filled(true).await;
+    let question = "Where was Marie Curie born?";
+    let served = |body: &Value| -> Vec<String> {
+        body["sources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|s| s["claims"].as_array().unwrap().clone())
+            .map(|c| c["quote"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    env.fake.push([Behaviour::completion(
+        r#"{"answer": "In Warsaw [S1].", "citations": ["S1"], "found": true}"#,
+    )]);
+    let (code, body, stderr) = ask(&env, question);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(served(&body).iter().any(|q| q.contains("Warsaw")), "{body}");
+    assert!(!caveat_reasons(&body).contains(&"source_altered".to_owned()));
+
+    let store = env.store().await;
+    for edit in [
+        "UPDATE document_revisions SET text = replace(text, 'Warsaw', 'Berlin')",
+        "UPDATE chunks SET text = replace(text, 'Warsaw', 'Berlin')",
+    ] {
+        sqlx::query(edit).execute(store.pool()).await.unwrap();
+    }
+    env.fake.push([Behaviour::completion(
+        r#"{"answer": "In Berlin [S1].", "citations": ["S1"], "found": true}"#,
+    )]);
+    let (code, body, stderr) = ask(&env, question);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        served(&body).iter().all(|q| !q.contains("Warsaw")),
+        "a quote its source no longer holds was served: {body}"
+    );
+    assert!(
+        caveat_reasons(&body).contains(&"source_altered".to_owned()),
+        "{body}"
+    );
+    assert!(stderr.contains("relata evidence verify"), "{stderr}");
+}

@@ -103,6 +103,10 @@ pub struct Caveat {
 /// The `reason` of the caveat that says nothing was retrieved.
 pub const NO_SOURCES: &str = "no_sources";
 
+/// The `reason` of the caveat that says a stored claim was left out because its
+/// document's bytes no longer match its quote (an edit outside relata).
+pub const SOURCE_ALTERED: &str = "source_altered";
+
 /// One answer: exactly the body of `POST /v1/answers` and of `relata ask --json`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Answer {
@@ -199,8 +203,17 @@ impl Answerer {
                 pending_review: c.pending_review,
             })
             .collect();
-        let sources: Vec<(Passage, Vec<AttachedClaim>)> =
-            passages.into_iter().zip(claims).collect();
+        let mut altered = Vec::new();
+        let sources: Vec<(Passage, Vec<AttachedClaim>)> = passages
+            .into_iter()
+            .zip(claims)
+            .map(|(p, cs)| {
+                let (holding, broken): (Vec<_>, Vec<_>) =
+                    cs.into_iter().partition(|c| c.quote_holds_in(&p));
+                altered.extend(broken.into_iter().map(|c| (p.document_id, c)));
+                (p, holding)
+            })
+            .collect();
 
         let mut out = Answer {
             question: question.to_owned(),
@@ -216,6 +229,23 @@ impl Answerer {
             contradictions,
             caveats: Vec::new(),
         };
+        for (document_id, c) in &altered {
+            tracing::error!(
+                claim_id = c.claim_id,
+                document_id,
+                "claim:{} not served: its quote is no longer its document's text at bytes [{}, {}); run `relata evidence verify`",
+                c.claim_id,
+                c.quote_start,
+                c.quote_end
+            );
+            out.caveats.push(Caveat {
+                reason: SOURCE_ALTERED,
+                detail: format!(
+                    "claim:{} is not shown: its quote is no longer its document's text at bytes [{}, {}); the document was changed outside relata",
+                    c.claim_id, c.quote_start, c.quote_end
+                ),
+            });
+        }
         let mut reasons: Vec<Reason> = Vec::new();
         let mut cited: Vec<SourceHandle> = Vec::new();
         let mut call_record = None;

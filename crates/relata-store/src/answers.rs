@@ -48,6 +48,21 @@ pub struct AttachedClaim {
     pub quote_end: usize,
 }
 
+impl AttachedClaim {
+    /// True when the claim's quote is still the passage's bytes at its offsets. A source
+    /// edited behind relata's back (plain SQL on a revision) breaks it; such a claim must
+    /// not be served beside bytes that no longer say what its quote says.
+    pub fn quote_holds_in(&self, passage: &Passage) -> bool {
+        let (Some(from), Some(to)) = (
+            self.quote_start.checked_sub(passage.start),
+            self.quote_end.checked_sub(passage.start),
+        ) else {
+            return false;
+        };
+        passage.text.get(from..to) == Some(self.quote.as_str())
+    }
+}
+
 /// A stored `contradicts` relation between two claims whose quotes lie in passages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Contradiction {

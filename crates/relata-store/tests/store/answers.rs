@@ -223,6 +223,40 @@ async fn claims_are_attached_only_when_their_quote_lies_inside_the_passage() {
     assert_eq!(ids, [vec![claim], vec![], vec![], vec![]]);
 }
 
+/// A source edited with plain SQL under a promoted claim: the claim is still linked by
+/// its offsets, and its quote is seen not to hold in the bytes now there.
+#[tokio::test]
+async fn a_claim_whose_source_was_edited_is_seen_not_to_hold() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let (claim, _) = clean_claim(s, "d1").await;
+    s.promote_pending(&Policy::shipped(), 100, true)
+        .await
+        .unwrap();
+    let question = "Beta office harbour";
+    let found = s.retrieve_passages(question, 8).await.unwrap();
+    let attached = s.attach_claims(&found).await.unwrap();
+    assert_eq!(attached[0][0].claim_id, claim);
+    assert!(attached[0][0].quote_holds_in(&found[0]));
+    // Same length, so every offset still lands: only the words differ.
+    relata_store::testing::execute(
+        s,
+        "UPDATE document_revisions SET text = replace(text, 'office', 'bureau');
+         UPDATE chunks SET text = replace(text, 'office', 'bureau');",
+    )
+    .await
+    .unwrap();
+    let found = s.retrieve_passages(question, 8).await.unwrap();
+    assert_eq!(found.len(), 1, "the chunk is still found");
+    assert!(found[0].text.contains("bureau"), "{:?}", found[0].text);
+    let attached = s.attach_claims(&found).await.unwrap();
+    assert_eq!(attached[0].len(), 1, "still linked by its offsets");
+    assert!(
+        !attached[0][0].quote_holds_in(&found[0]),
+        "but its quote no longer holds"
+    );
+}
+
 /// The ids of the claims attached to `found`, in source order.
 async fn attached_ids(s: &relata_store::Store, found: &[relata_store::Passage]) -> Vec<i64> {
     s.attach_claims(found)
@@ -276,6 +310,7 @@ async fn only_promoted_claims_are_attached() {
         Decision::Approve,
         &ada(),
         None,
+        &via(),
     )
     .await
     .unwrap();
@@ -302,7 +337,7 @@ async fn contradictions_are_of_the_current_classify_version_and_pending_ones_are
     s.promote_pending(&Policy::shipped(), 100, true)
         .await
         .unwrap();
-    s.review_decide(&[relation(ab)], Decision::Approve, &ada(), None)
+    s.review_decide(&[relation(ab)], Decision::Approve, &ada(), None, &via())
         .await
         .unwrap();
     s.review_decide(
@@ -310,6 +345,7 @@ async fn contradictions_are_of_the_current_classify_version_and_pending_ones_are
         Decision::Reject,
         &ada(),
         Some("different offices"),
+        &via(),
     )
     .await
     .unwrap();
