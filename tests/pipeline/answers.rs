@@ -712,3 +712,40 @@ async fn a_claim_whose_source_was_edited_outside_relata_is_not_served() {
     );
     assert!(stderr.contains("relata evidence verify"), "{stderr}");
 }
+
+/// Serving beyond loopback, or with nobody able to sign in, is said at start-up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_warns_about_plain_http_beyond_loopback_and_no_reviewer() {
+    let env = filled(false).await;
+    let port = free_port();
+    let mut child = env
+        .command(&["serve", "--addr", &format!("0.0.0.0:{port}")])
+        .env_remove("RELATA_REVIEWERS")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = format!("http://127.0.0.1:{port}/healthz");
+    let mut up = false;
+    for _ in 0..100 {
+        if relata_testkit::http::request("GET", &url, None)
+            .await
+            .is_ok()
+        {
+            up = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(up, "relata serve did not come up: {stderr}");
+    assert!(
+        stderr.contains("plain HTTP beyond this machine"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("nobody can sign in"), "{stderr}");
+}
