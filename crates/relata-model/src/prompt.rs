@@ -741,8 +741,44 @@ pub struct AnswerSource {
     pub text: String,
 }
 
+/// Longest answer the sent schema allows, in characters: the prompt asks for a short
+/// answer, and a small model that loops is stopped by the grammar well before the
+/// contract's [`relata_core::contract::bounds::ANSWER_MAX_CHARS`].
+pub const ANSWER_SENT_MAX_CHARS: usize = 800;
+
+/// The schema sent with an answering request: the contract's shape with each citation one
+/// of the handles actually sent (and no more citations than sources), and the answer
+/// bounded. What the gate checks of a citation (a handle that was sent) is then what the
+/// server's grammar allows. The two outcomes (answered with a citation; the abstention
+/// sentence with none) stay the gate's to check: a schema whose root is a choice between
+/// two objects is outside what every server family compiles (OpenAI's strict mode wants an
+/// object at the root).
+pub fn answer_schema_sent(sources: &[AnswerSource]) -> serde_json::Value {
+    use relata_core::contract::bounds;
+    let handles: Vec<String> = sources.iter().map(|s| s.handle.to_string()).collect();
+    let citation = if handles.is_empty() {
+        serde_json::json!({"type": "string", "minLength": 2, "maxLength": 8})
+    } else {
+        serde_json::json!({"type": "string", "enum": handles})
+    };
+    serde_json::json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["answer", "citations", "found"],
+        "properties": {
+            "answer": {"type": "string", "minLength": 1,
+                       "maxLength": ANSWER_SENT_MAX_CHARS.min(bounds::ANSWER_MAX_CHARS)},
+            "citations": {"type": "array",
+                          "maxItems": handles.len().clamp(1, bounds::MAX_CITATIONS),
+                          "items": citation},
+            "found": {"type": "boolean"},
+        }
+    })
+}
+
 /// Messages of an answering request (`answer-p1`): the question, and the sources under
-/// opaque handles, delimited as data.
+/// opaque handles, delimited as data; where the dialect compiles a schema, the one of
+/// [`answer_schema_sent`].
 pub fn answer_messages(dialect: Dialect, question: &str, sources: &[AnswerSource]) -> Messages {
     let contract = Contract::current(Task::Answer);
     let mut texts: Vec<&str> = sources.iter().map(|s| s.text.as_str()).collect();
@@ -787,7 +823,8 @@ pub fn answer_messages(dialect: Dialect, question: &str, sources: &[AnswerSource
     Messages {
         system,
         user,
-        schema: None,
+        schema: matches!(dialect, Dialect::JsonSchema | Dialect::JsonObjectSchema)
+            .then(|| answer_schema_sent(sources)),
     }
 }
 
@@ -809,6 +846,36 @@ mod tests {
         assert!(!m.system.contains("\"$schema\""));
         let n = extract_messages(ExtractPrompt::P2, Dialect::None, "x", None);
         assert!(n.system.contains("\"additionalProperties\""));
+    }
+
+    #[test]
+    fn the_answer_schema_sent_allows_only_the_handles_sent() {
+        let sources: Vec<AnswerSource> = (1..=3)
+            .map(|n| AnswerSource {
+                handle: relata_core::SourceHandle::nth(n),
+                title: None,
+                text: "Marie Curie was born in Warsaw.".into(),
+            })
+            .collect();
+        let m = answer_messages(Dialect::JsonSchema, "Where?", &sources);
+        let schema = m.schema.expect("sent where a schema is compiled");
+        assert_eq!(
+            schema["properties"]["citations"]["items"]["enum"],
+            serde_json::json!(["S1", "S2", "S3"])
+        );
+        assert_eq!(schema["properties"]["citations"]["maxItems"], 3);
+        assert!(crate::portable::openai_strict_problems(&schema).is_empty());
+        // Tighter than the contract, never looser: what it allows, the contract allows.
+        let contract = relata_core::ANSWER_V1.schema_value();
+        assert!(
+            schema["properties"]["answer"]["maxLength"].as_u64()
+                <= contract["properties"]["answer"]["maxLength"].as_u64()
+        );
+        assert!(
+            answer_messages(Dialect::None, "Where?", &sources)
+                .schema
+                .is_none()
+        );
     }
 
     #[test]
