@@ -80,10 +80,12 @@ const WORKSPACE_RULES: &[(&str, &[&str])] = &[
         "relata-testkit",
         &["relata-core", "relata-queue", "relata-store"],
     ),
-    // Benchmarks; the gate only to time the answer gate in process (`relata-bench answer`).
+    // Benchmarks; the gate only to time the answer gate in process (`relata-bench answer`),
+    // the answer crate only to measure its answerability test (`relata-bench retrieval`).
     (
         "relata-bench",
         &[
+            "relata-answer",
             "relata-core",
             "relata-queue",
             "relata-store",

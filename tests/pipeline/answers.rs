@@ -718,7 +718,7 @@ async fn a_claim_whose_source_was_edited_outside_relata_is_not_served() {
 async fn serve_warns_about_plain_http_beyond_loopback_and_no_reviewer() {
     let env = filled(false).await;
     let port = free_port();
-    let mut child = env
+    let child = env
         .command(&["serve", "--addr", &format!("0.0.0.0:{port}")])
         .env_remove("RELATA_REVIEWERS")
         .stdout(Stdio::null())

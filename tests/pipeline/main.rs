@@ -14,6 +14,7 @@ mod common;
 mod faults;
 mod flow;
 mod knowledge;
+mod questions;
 mod real_model;
 mod report;
 mod restart;

@@ -103,6 +103,11 @@ pub struct Caveat {
 /// The `reason` of the caveat that says nothing was retrieved.
 pub const NO_SOURCES: &str = "no_sources";
 
+/// The `reason` of the caveat that says the question names something no retrieved
+/// source mentions, so relata abstained without asking the model
+/// ([`crate::answerability`]).
+pub const NOT_IN_SOURCES: &str = "not_in_sources";
+
 /// The `reason` of the caveat that says a stored claim was left out because its
 /// document's bytes no longer match its quote (an edit outside relata).
 pub const SOURCE_ALTERED: &str = "source_altered";
@@ -250,6 +255,15 @@ impl Answerer {
         let mut cited: Vec<SourceHandle> = Vec::new();
         let mut call_record = None;
 
+        let unmentioned = if sources.is_empty() {
+            Vec::new()
+        } else {
+            let texts: Vec<String> = sources
+                .iter()
+                .map(|(p, _)| format!("{}\n{}", p.title.as_deref().unwrap_or(""), p.text))
+                .collect();
+            crate::answerability::unmentioned(question, &texts)
+        };
         if sources.is_empty() {
             // Nothing to answer from: abstain without spending a model call.
             out.answer = Some(ANSWER_ABSTENTION.to_owned());
@@ -257,6 +271,21 @@ impl Answerer {
                 reason: NO_SOURCES,
                 detail: "no stored passage matches the question; the model was not asked"
                     .to_owned(),
+            });
+        } else if !unmentioned.is_empty() {
+            // The question names what no source mentions: they cannot answer it, and a
+            // model shown them would answer from what they do say.
+            out.answer = Some(ANSWER_ABSTENTION.to_owned());
+            out.caveats.push(Caveat {
+                reason: NOT_IN_SOURCES,
+                detail: format!(
+                    "no source mentions {}; the model was not asked",
+                    unmentioned
+                        .iter()
+                        .map(|t| format!("\"{t}\""))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
             });
         } else {
             let shown: Vec<AnswerSource> = sources

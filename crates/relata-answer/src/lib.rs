@@ -34,6 +34,7 @@
 //! AMQP, SQL or the OpenAI wire format.
 
 mod answer;
+pub mod answerability;
 pub mod listen;
 mod metrics;
 pub mod server;

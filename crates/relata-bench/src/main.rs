@@ -9,6 +9,7 @@
 //! - `real`: the real model over a sample: acceptance by reason, and saturation against
 //!   a direct load generator sending the same bodies.
 //! - `reliability`: the fault scenarios, one row each (scripts/reliability).
+//! - `retrieval`: recall of the labelled question set's gold passages (no model).
 //! - `answer`: the answer path's own cost (retrieval + validation, and the whole
 //!   `POST /v1/answers`) with an instant fake model over a few hundred documents.
 
@@ -17,6 +18,7 @@ mod overhead;
 mod real;
 mod reliability;
 mod responder;
+mod retrieval;
 mod world;
 
 use std::path::PathBuf;
@@ -95,6 +97,18 @@ enum Cmd {
         /// Questions asked, one at a time.
         #[arg(long, default_value_t = 200)]
         questions: usize,
+    },
+    /// Retrieval against the labelled question set: recall of the gold passages, no
+    /// model asked.
+    Retrieval {
+        /// The summaries file the set's corpus rule picks from.
+        #[arg(long, env = "RELATA_REAL_MODEL_SUMMARIES")]
+        summaries: PathBuf,
+        #[arg(long, default_value = "tests/data/questions.json")]
+        questions: PathBuf,
+        /// Passages retrieved per question (the answer path's `k`).
+        #[arg(long, default_value_t = 8)]
+        k: usize,
     },
     /// The reliability scenarios.
     Reliability {
@@ -194,6 +208,13 @@ async fn main() -> Result<()> {
         Cmd::Answer { docs, questions } => {
             let run = answer::run(&relata, docs, questions, cli.keep).await?;
             answer::print(run);
+        }
+        Cmd::Retrieval {
+            summaries,
+            questions,
+            k,
+        } => {
+            retrieval::run(&relata, &summaries, &questions, k, cli.keep).await?;
         }
         Cmd::Reliability { size, only } => {
             let size = match size {
