@@ -69,6 +69,10 @@ pub enum ReviewCommand {
         /// The reviewer: a name from `[review] reviewers` / RELATA_REVIEWERS.
         #[arg(long)]
         by: String,
+        /// Revoke the reviewer's token and issue none: their sessions end at their next
+        /// request, and nobody signs in as them until a new token is issued.
+        #[arg(long)]
+        revoke: bool,
     },
 }
 
@@ -109,7 +113,7 @@ pub async fn review(config: &Config, cmd: ReviewCommand) -> Result<u8> {
             json,
         } => return list(config, kind, source, state, limit, json).await,
         ReviewCommand::Show { id, json } => return show(config, id, json).await,
-        ReviewCommand::Token { by } => return token(config, &by).await,
+        ReviewCommand::Token { by, revoke } => return token(config, &by, revoke).await,
         ReviewCommand::Approve { ids, by, note } => (Decision::Approve, ids, by, note),
         ReviewCommand::Reject { ids, by, note } => (Decision::Reject, ids, by, Some(note)),
     };
@@ -469,12 +473,27 @@ pub async fn promote(config: &Config, json: bool) -> Result<u8> {
 
 /// `relata review token --by NAME`: a new sign-in token for the review page, printed once
 /// on standard output (the notice goes to standard error, so the token can be piped).
-async fn token(config: &Config, by: &str) -> Result<u8> {
+async fn token(config: &Config, by: &str, revoke: bool) -> Result<u8> {
     let reviewer = config
         .reviewers()?
         .get(by)
         .map_err(|e| anyhow::anyhow!("--by: {e}"))?;
     let store = store(config).await?;
+    if revoke {
+        let had = store
+            .revoke_review_token(reviewer.name())
+            .await
+            .context("revoking the token")?;
+        eprintln!(
+            "{}",
+            if had {
+                format!("{reviewer}'s token is revoked: their sessions end at their next request")
+            } else {
+                format!("{reviewer} held no token")
+            }
+        );
+        return Ok(0);
+    }
     let token = relata_review_web::auth::new_token();
     store
         .issue_review_token(reviewer.name(), &token)

@@ -32,6 +32,16 @@ impl Store {
         Ok(issued)
     }
 
+    /// Revoke `reviewer`'s token without issuing another; true when there was one.
+    pub async fn revoke_review_token(&self, reviewer: &str) -> Result<bool> {
+        let gone = sqlx::query("DELETE FROM review_tokens WHERE reviewer = $1")
+            .bind(reviewer)
+            .execute(&self.pool)
+            .await?
+            .rows_affected();
+        Ok(gone > 0)
+    }
+
     /// True when `token` is `reviewer`'s current token.
     pub async fn check_review_token(&self, reviewer: &str, token: &str) -> Result<bool> {
         self.check_review_token_sha256(reviewer, &review_token_sha256(token))

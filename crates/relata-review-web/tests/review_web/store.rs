@@ -374,4 +374,11 @@ async fn a_reissued_token_ends_the_sessions_the_old_one_opened() {
         send(&app, get("/review", Some(&cookie))).await.status,
         StatusCode::OK
     );
+    // Revoked without a successor: that session ends too, and the token signs nobody in.
+    assert!(s.revoke_review_token("Ada Lovelace").await.unwrap());
+    let res = send(&app, get("/review", Some(&cookie))).await;
+    assert_eq!(res.location(), "/login");
+    let res = log_in(&app, "Ada Lovelace", &fresh, "198.51.100.7:1").await;
+    assert_eq!(res.status, StatusCode::UNAUTHORIZED);
+    assert!(!s.revoke_review_token("Ada Lovelace").await.unwrap());
 }
