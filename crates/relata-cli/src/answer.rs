@@ -239,7 +239,11 @@ mod tests {
             );
             assert_eq!(s.severity, Severity::Reject, "{check} is not fatal");
         }
-        for check in [AnswerCheck::MarkersMatch, AnswerCheck::FigureInSources] {
+        for check in [
+            AnswerCheck::MarkersMatch,
+            AnswerCheck::FigureInSources,
+            AnswerCheck::CitationSupported,
+        ] {
             assert!(gate.setting(check).enabled, "{check} is disabled");
         }
         let sources = ["Marie Curie was born in Warsaw in 1867."];

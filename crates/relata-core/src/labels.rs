@@ -85,6 +85,8 @@ closed_enum! {
         /// A number, year or percentage in an answer's prose that none of its cited
         /// sources contains.
         FigureNotInSources = "figure_not_in_sources",
+        /// A sentence of an answer's prose that the sources it marks do not support.
+        CitationUnsupported = "citation_unsupported",
     }
 }
 
@@ -180,6 +182,10 @@ closed_enum! {
         MarkersMatch = "markers_match",
         /// Every figure of the prose is in a cited source.
         FigureInSources = "figure_in_sources",
+        /// Every sentence of the prose that carries a marker is supported by the sources
+        /// it marks (names, figures, negation and content words: the claims' support
+        /// check).
+        CitationSupported = "citation_supported",
     }
 }
 

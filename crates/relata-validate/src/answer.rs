@@ -52,7 +52,9 @@ impl Default for AnswerConfig {
             .iter()
             .map(|&c| {
                 let severity = match c {
-                    AnswerCheck::MarkersMatch | AnswerCheck::FigureInSources => Severity::Warn,
+                    AnswerCheck::MarkersMatch
+                    | AnswerCheck::FigureInSources
+                    | AnswerCheck::CitationSupported => Severity::Warn,
                     _ => Severity::Reject,
                 };
                 (
@@ -161,6 +163,23 @@ const ANSWER_PLACEHOLDERS: &[&str] = &["answer", "citations", "found", "sufficie
 /// start with `S` and a digit, as written (`[S1]` → `S1`; `[S1, S2]` → `S1`, `S2`).
 /// Returns the marker strings and the text with the markers removed (for the figure check,
 /// so a marker's number is not taken for a figure).
+/// The sentences of an answer's prose: split after `.`, `!` or `?` (a marker before the
+/// stop stays with its sentence) where a space follows.
+fn answer_sentences(prose: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let bytes = prose.as_bytes();
+    for (i, b) in bytes.iter().enumerate() {
+        if matches!(b, b'.' | b'!' | b'?') && bytes.get(i + 1).is_some_and(u8::is_ascii_whitespace)
+        {
+            out.push(&prose[start..=i]);
+            start = i + 1;
+        }
+    }
+    out.push(&prose[start..]);
+    out.into_iter().filter(|s| !s.trim().is_empty()).collect()
+}
+
 fn markers(text: &str) -> (Vec<&str>, String) {
     let mut found = Vec::new();
     let mut rest = String::with_capacity(text.len());
@@ -327,6 +346,43 @@ pub fn judge_answer(config: &AnswerConfig, sources: &[&str], raw: &[u8]) -> Answ
                         missing.join(", ")
                     )
                 })
+            },
+        );
+        j.warn(
+            AnswerCheck::CitationSupported,
+            Warning::CitationUnsupported,
+            Reason::Unsupported,
+            || {
+                let support = crate::support::Support::new(Default::default());
+                let mut unsupported = Vec::new();
+                for sentence in answer_sentences(prose) {
+                    let (marks, bare) = markers(sentence);
+                    let cited: BTreeSet<SourceHandle> =
+                        marks.iter().filter_map(|m| resolve(m)).collect();
+                    if cited.is_empty() {
+                        continue;
+                    }
+                    let quote = cited
+                        .iter()
+                        .map(|h| sources[h.index()])
+                        .collect::<Vec<_>>()
+                        .join("\n");
+                    let claim = crate::support::ClaimText {
+                        statement: bare.trim(),
+                        quote: &quote,
+                        context: &[],
+                        referent_required: false,
+                    };
+                    if let Err(why) = support.unsupported(claim) {
+                        let shown: Vec<String> = cited.iter().map(|h| h.to_string()).collect();
+                        unsupported.push(format!(
+                            "{} not supported by {}: {why}",
+                            excerpt(bare.trim(), 60),
+                            shown.join(", ")
+                        ));
+                    }
+                }
+                (!unsupported.is_empty()).then(|| unsupported.join("; "))
             },
         );
         // Layer 4, structural: a found answer cites something.
@@ -622,18 +678,81 @@ mod tests {
             r#"{"answer": "Marie Curie was born in Warsaw in 1868 [S1].", "citations": ["S1"], "found": true}"#,
         );
         assert_eq!(j.status(), AnswerStatus::Answered);
-        assert_eq!(warnings(&j), [Warning::FigureNotInSources]);
+        // The sentence is not its source's either: both warnings, each with its own words.
+        assert_eq!(
+            warnings(&j),
+            [Warning::FigureNotInSources, Warning::CitationUnsupported]
+        );
         assert!(j.warnings[0].detail.contains("1868"), "{j:?}");
-        // 1889 is in S5, which is not cited.
+        // 1889 is in S5, which is not cited (and S4 says nothing of finishing either).
         let j = judge(
             r#"{"answer": "The tower in Paris was finished in 1889 [S4].", "citations": ["S4"], "found": true}"#,
         );
-        assert_eq!(warnings(&j), [Warning::FigureNotInSources]);
+        assert_eq!(
+            warnings(&j),
+            [Warning::FigureNotInSources, Warning::CitationUnsupported]
+        );
         // The marker's own number is not a figure.
         let j = judge(
             r#"{"answer": "The Eiffel Tower is located in Paris [S4].", "citations": ["S4"], "found": true}"#,
         );
         assert!(j.warnings.is_empty(), "{j:?}");
+    }
+
+    #[test]
+    fn a_sentence_its_marked_sources_do_not_support_warns() {
+        let cases = [
+            // Supported, sentence by sentence, each by the source it marks.
+            (
+                r#"{"answer": "Marie Curie was born in Warsaw [S1]. She won the Nobel Prize in Physics [S2].", "citations": ["S1", "S2"], "found": true}"#,
+                false,
+            ),
+            (
+                r#"{"answer": "Warsaw, the capital of Poland [S6].", "citations": ["S6"], "found": true}"#,
+                false,
+            ),
+            // A name the source never gives.
+            (
+                r#"{"answer": "Eugen Brecht was born in Warsaw [S1].", "citations": ["S1"], "found": true}"#,
+                true,
+            ),
+            // The source negated.
+            (
+                r#"{"answer": "Marie Curie was not born in Warsaw [S1].", "citations": ["S1"], "found": true}"#,
+                true,
+            ),
+            // True of the sources, but not of the one it marks.
+            (
+                r#"{"answer": "Pierre Curie was a French physicist [S1].", "citations": ["S1"], "found": true}"#,
+                true,
+            ),
+        ];
+        for (raw, unsupported) in cases {
+            let j = judge(raw);
+            assert_eq!(j.status(), AnswerStatus::Answered, "{raw}");
+            assert_eq!(
+                warnings(&j).contains(&Warning::CitationUnsupported),
+                unsupported,
+                "{raw}: {j:?}"
+            );
+        }
+        let j = judge(cases[2].0);
+        assert!(
+            j.warnings[0].detail.contains("not supported by S1"),
+            "{j:?}"
+        );
+        // At `reject` it degrades the answer.
+        let mut c = AnswerConfig::default();
+        c.set(
+            AnswerCheck::CitationSupported,
+            CheckSetting {
+                enabled: true,
+                severity: Severity::Reject,
+            },
+        )
+        .unwrap();
+        let j = judge_answer(&c, &SOURCES, cases[2].0.as_bytes());
+        assert_eq!(reasons(&j), [Reason::Unsupported]);
     }
 
     #[test]
@@ -716,7 +835,11 @@ mod tests {
             assert!(s.enabled, "{check} is disabled by default");
             assert_eq!(s.severity, Severity::Reject, "{check} does not reject");
         }
-        for check in [AnswerCheck::MarkersMatch, AnswerCheck::FigureInSources] {
+        for check in [
+            AnswerCheck::MarkersMatch,
+            AnswerCheck::FigureInSources,
+            AnswerCheck::CitationSupported,
+        ] {
             assert!(c.setting(check).enabled, "{check} is disabled by default");
         }
     }
