@@ -176,15 +176,16 @@ closed_enum! {
         Cited = "cited",
         /// The prose is not a placeholder, a field name or too short to mean anything.
         Degenerate = "degenerate",
-        /// `found: false` has no citations and the exact abstention sentence.
+        /// `found: false` has no citations and the exact abstention sentence; `found: true`
+        /// is not the abstention sentence.
         Abstention = "abstention",
         /// Inline markers and `citations` name the same sources.
         MarkersMatch = "markers_match",
         /// Every figure of the prose is in a cited source.
         FigureInSources = "figure_in_sources",
         /// Every sentence of the prose that carries a marker is supported by the sources
-        /// it marks (names, figures, negation and content words: the claims' support
-        /// check).
+        /// it marks, or, in prose with no marker at all, by the sources it cites (names,
+        /// figures, negation and content words: the claims' support check).
         CitationSupported = "citation_supported",
     }
 }

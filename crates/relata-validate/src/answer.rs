@@ -355,10 +355,16 @@ pub fn judge_answer(config: &AnswerConfig, sources: &[&str], raw: &[u8]) -> Answ
             || {
                 let support = crate::support::Support::new(Default::default());
                 let mut unsupported = Vec::new();
+                // Prose with no marker at all (what small models write) is judged sentence by
+                // sentence against every source it cites.
+                let unmarked = inline.is_empty();
                 for sentence in answer_sentences(prose) {
                     let (marks, bare) = markers(sentence);
-                    let cited: BTreeSet<SourceHandle> =
-                        marks.iter().filter_map(|m| resolve(m)).collect();
+                    let cited: BTreeSet<SourceHandle> = if unmarked {
+                        citations.iter().copied().collect()
+                    } else {
+                        marks.iter().filter_map(|m| resolve(m)).collect()
+                    };
                     if cited.is_empty() {
                         continue;
                     }
@@ -385,6 +391,15 @@ pub fn judge_answer(config: &AnswerConfig, sources: &[&str], raw: &[u8]) -> Answ
                 (!unsupported.is_empty()).then(|| unsupported.join("; "))
             },
         );
+        // An answer that says the sources do not answer while claiming they do: not
+        // repaired into an abstention (output is never repaired), refused as inconsistent.
+        j.check(AnswerCheck::Abstention, Reason::BadAbstention, || {
+            let bare = collapse(&without_markers);
+            let said = bare.trim().trim_end_matches('.').to_lowercase();
+            let abstention = ANSWER_ABSTENTION.trim_end_matches('.').to_lowercase();
+            said.contains(&abstention)
+                .then(|| "\"found\" is true but the answer is the abstention sentence".to_owned())
+        });
         // Layer 4, structural: a found answer cites something.
         j.check(AnswerCheck::Cited, Reason::UncitedAnswer, || {
             cited.is_empty().then(|| {
@@ -653,6 +668,26 @@ mod tests {
     }
 
     #[test]
+    fn the_abstention_sentence_under_found_true_is_refused_not_read_as_an_abstention() {
+        for raw in [
+            format!(r#"{{"answer": "{ANSWER_ABSTENTION}", "citations": ["S1"], "found": true}}"#),
+            format!(
+                r#"{{"answer": "{} [S1]", "citations": ["S1"], "found": true}}"#,
+                ANSWER_ABSTENTION.to_uppercase()
+            ),
+        ] {
+            let j = judge(&raw);
+            assert_eq!(j.status(), AnswerStatus::Degraded, "{raw}");
+            assert!(reasons(&j).contains(&Reason::BadAbstention), "{raw}: {j:?}");
+        }
+        // An answer that merely mentions the sources is not the sentence.
+        let j = judge(
+            r#"{"answer": "The sources say Marie Curie was born in Warsaw [S1].", "citations": ["S1"], "found": true}"#,
+        );
+        assert_eq!(j.status(), AnswerStatus::Answered, "{j:?}");
+    }
+
+    #[test]
     fn markers_and_citations_that_disagree_warn() {
         let j = judge(
             r#"{"answer": "Curie was born in Warsaw [S1] and won the Nobel Prize [S2].", "citations": ["S1"], "found": true}"#,
@@ -739,6 +774,25 @@ mod tests {
         let j = judge(cases[2].0);
         assert!(
             j.warnings[0].detail.contains("not supported by S1"),
+            "{j:?}"
+        );
+        // No marker anywhere: each sentence against every cited source.
+        let j = judge(
+            r#"{"answer": "Eugen Brecht was born in Warsaw.", "citations": ["S1", "S6"], "found": true}"#,
+        );
+        assert!(
+            warnings(&j).contains(&Warning::CitationUnsupported),
+            "{j:?}"
+        );
+        assert!(
+            j.warnings.iter().any(|w| w.detail.contains("S1, S6")),
+            "{j:?}"
+        );
+        let j = judge(
+            r#"{"answer": "Marie Curie was born in Warsaw, the capital of Poland.", "citations": ["S1", "S6"], "found": true}"#,
+        );
+        assert!(
+            !warnings(&j).contains(&Warning::CitationUnsupported),
             "{j:?}"
         );
         // At `reject` it degrades the answer.
