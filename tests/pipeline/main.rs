@@ -17,5 +17,6 @@ mod knowledge;
 mod questions;
 mod real_model;
 mod report;
+mod resolution;
 mod restart;
 mod review;

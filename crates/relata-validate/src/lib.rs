@@ -127,6 +127,7 @@ mod decode;
 mod gate;
 pub mod normalize;
 mod outcome;
+pub mod resolve;
 mod support;
 mod text;
 

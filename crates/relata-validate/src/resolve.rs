@@ -1,0 +1,311 @@
+//! Deterministic entity resolution: which stored mentions name the same thing, by which
+//! rule, with what evidence. Each rule is a documented join that can be explained (the
+//! rule, and for a join the text gives, the bytes that give it) and undone; none joins two
+//! mentions of different types, so a homonym with an incompatible type ("Georgia" the
+//! country and a person) is never joined by a rule. What a rule cannot decide is left
+//! apart, for a person or a model's evidenced proposal.
+//!
+//! The rules, each measured on the labelled mention set (`tests/data/mentions.json`,
+//! BENCHMARKS.md §3f):
+//! * [`JoinRule::SameName`] — the same name once normalised (Unicode composition, case,
+//!   spacing, a leading article, a possessive), across documents.
+//! * [`JoinRule::AliasInText`] — two mentions of one document that the text itself gives
+//!   as names of one thing: `X (Y)`, `X, also known as Y`, `X, more commonly known as Y`,
+//!   `X, officially Y`, `X or Y`. The evidence is the byte range from X to Y.
+//! * [`JoinRule::ShortName`] — in one document, a person's surname or given name used
+//!   after their full name, or an acronym of a name given before it.
+
+use std::collections::HashMap;
+
+use relata_core::EntityType;
+
+/// How two mentions were joined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum JoinRule {
+    SameName,
+    AliasInText,
+    ShortName,
+}
+
+impl JoinRule {
+    pub const ALL: [JoinRule; 3] = [
+        JoinRule::SameName,
+        JoinRule::AliasInText,
+        JoinRule::ShortName,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            JoinRule::SameName => "same_name",
+            JoinRule::AliasInText => "alias_in_text",
+            JoinRule::ShortName => "short_name",
+        }
+    }
+}
+
+/// A stored mention: the document it is in, its text exactly as written there and its
+/// UTF-8 byte offset, and its type.
+#[derive(Debug, Clone, Copy)]
+pub struct Mention<'a> {
+    pub document: &'a str,
+    pub text: &'a str,
+    pub start: usize,
+    pub entity_type: EntityType,
+}
+
+impl Mention<'_> {
+    fn end(&self) -> usize {
+        self.start + self.text.len()
+    }
+}
+
+/// One join between mentions `a` and `b` (indices), with its rule and, where the text
+/// gives it, the byte range of its document that is the evidence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Join {
+    pub a: usize,
+    pub b: usize,
+    pub rule: JoinRule,
+    pub evidence: Option<(usize, usize)>,
+}
+
+/// The name a mention stands for once its form is set aside: composed, case-folded,
+/// spacing collapsed, a leading article and a trailing possessive removed.
+pub fn name_key(text: &str) -> String {
+    let key = crate::normalize::key(text);
+    let key = key.replace('’', "'");
+    let key = ["the ", "a ", "an "]
+        .iter()
+        .find_map(|a| key.strip_prefix(a))
+        .unwrap_or(&key)
+        .to_owned();
+    key.strip_suffix("'s")
+        .or_else(|| key.strip_suffix('\''))
+        .unwrap_or(&key)
+        .trim()
+        .to_owned()
+}
+
+/// What may stand between two names the text gives for one thing ("X (Y)", "X, also
+/// known as Y").
+const ALIAS_LINKS: &[&str] = &[
+    " (",
+    ", also known as ",
+    " (also known as ",
+    ", also called ",
+    " (also called ",
+    ", more commonly known as ",
+    ", commonly known as ",
+    " (commonly known as ",
+    ", officially ",
+    " (officially ",
+    ", officially the ",
+    " or ",
+    " (or ",
+];
+
+/// The words of a name that an acronym takes its letters from.
+fn initials(name: &str) -> String {
+    name.split(|c: char| c.is_whitespace() || c == '-')
+        .filter(|w| {
+            !matches!(
+                w.to_lowercase().as_str(),
+                "of" | "and" | "the" | "for" | "&"
+            )
+        })
+        .filter_map(|w| w.chars().next())
+        .filter(|c| c.is_uppercase())
+        .collect()
+}
+
+fn is_acronym(text: &str) -> bool {
+    text.chars().count() >= 2 && text.chars().all(|c| c.is_uppercase() || c.is_ascii_digit())
+}
+
+/// Every join the rules make among `mentions`; `text_of` gives a document's text (for the
+/// alias rule's evidence). Joins are between mentions of the same type only.
+pub fn joins<'t>(mentions: &[Mention<'_>], text_of: impl Fn(&str) -> Option<&'t str>) -> Vec<Join> {
+    let mut out = Vec::new();
+    // Within a document, in text order.
+    let mut by_doc: HashMap<&str, Vec<usize>> = HashMap::new();
+    for (i, m) in mentions.iter().enumerate() {
+        by_doc.entry(m.document).or_default().push(i);
+    }
+    let mut docs: Vec<_> = by_doc.into_iter().collect();
+    docs.sort();
+    for (doc, mut idx) in docs {
+        idx.sort_by_key(|&i| mentions[i].start);
+        let text = text_of(doc);
+        for (p, &i) in idx.iter().enumerate() {
+            for &j in &idx[p + 1..] {
+                let (a, b) = (&mentions[i], &mentions[j]);
+                if a.entity_type != b.entity_type || name_key(a.text) == name_key(b.text) {
+                    continue;
+                }
+                // The text names both, one right after the other, as one thing.
+                if let Some(t) = text
+                    && a.end() <= b.start
+                    && let Some(gap) = t.get(a.end()..b.start)
+                    && ALIAS_LINKS.contains(&gap)
+                {
+                    out.push(Join {
+                        a: i,
+                        b: j,
+                        rule: JoinRule::AliasInText,
+                        evidence: Some((a.start, b.end())),
+                    });
+                    continue;
+                }
+                // A short form after the full name.
+                let full: Vec<&str> = a.text.split_whitespace().collect();
+                let short = b.text.trim_end_matches("'s").trim_end_matches('’');
+                let person_part = a.entity_type == EntityType::Person
+                    && full.len() >= 2
+                    && !short.contains(' ')
+                    && (full.last() == Some(&short) || full.first() == Some(&short));
+                let acronym = is_acronym(short) && initials(a.text) == short;
+                if person_part || acronym {
+                    out.push(Join {
+                        a: i,
+                        b: j,
+                        rule: JoinRule::ShortName,
+                        evidence: None,
+                    });
+                }
+            }
+        }
+    }
+    // The same name and type, in any documents: each mention joins the first one. A rule
+    // cannot tell "Georgia" the country from "Georgia" the state (both places); that is
+    // measured as this rule's precision and left to a person or an evidenced proposal.
+    let mut seen: HashMap<(String, EntityType), Vec<usize>> = HashMap::new();
+    for (i, m) in mentions.iter().enumerate() {
+        let key = name_key(m.text);
+        if key.is_empty() {
+            continue;
+        }
+        let earlier = seen.entry((key, m.entity_type)).or_default();
+        if let Some(&j) = earlier.first() {
+            out.push(Join {
+                a: j,
+                b: i,
+                rule: JoinRule::SameName,
+                evidence: None,
+            });
+        }
+        earlier.push(i);
+    }
+    out
+}
+
+/// The cluster of each mention (the smallest index in it) once `joins` are applied.
+pub fn clusters(n: usize, joins: &[Join]) -> Vec<usize> {
+    let mut parent: Vec<usize> = (0..n).collect();
+    fn root(parent: &mut [usize], mut i: usize) -> usize {
+        while parent[i] != i {
+            parent[i] = parent[parent[i]];
+            i = parent[i];
+        }
+        i
+    }
+    for j in joins {
+        let (a, b) = (root(&mut parent, j.a), root(&mut parent, j.b));
+        if a != b {
+            parent[a.max(b)] = a.min(b);
+        }
+    }
+    (0..n).map(|i| root(&mut parent, i)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn m<'a>(document: &'a str, text: &'a str, start: usize, t: EntityType) -> Mention<'a> {
+        Mention {
+            document,
+            text,
+            start,
+            entity_type: t,
+        }
+    }
+
+    #[test]
+    fn names_are_keyed_without_case_article_or_possessive() {
+        assert_eq!(name_key("The Acropolis"), name_key("acropolis"));
+        assert_eq!(name_key("Seurat's"), "seurat");
+        assert_eq!(name_key("Ame\u{301}lie"), name_key("Amélie"));
+        assert_ne!(name_key("Seurat"), name_key("Georges Seurat"));
+    }
+
+    #[test]
+    fn each_rule_joins_its_case_and_no_rule_joins_across_types() {
+        let d1 = "The Academy Awards, more commonly known as the Oscars, are awards. \
+                  The Academy of Motion Picture Arts and Sciences (AMPAS) presents them.";
+        let oscars = d1.find("the Oscars").unwrap();
+        let ampas_full = d1.find("Academy of Motion").unwrap();
+        let d2 = "Georges Seurat painted it. Seurat died young. Georgia is a country.";
+        let d3 = "Georgia sang. The Oscars were given.";
+        let ms = [
+            m("d1", "The Academy Awards", 0, EntityType::Other),
+            m("d1", "the Oscars", oscars, EntityType::Other),
+            m(
+                "d1",
+                "Academy of Motion Picture Arts and Sciences",
+                ampas_full,
+                EntityType::Organization,
+            ),
+            m(
+                "d1",
+                "AMPAS",
+                d1.find("AMPAS").unwrap(),
+                EntityType::Organization,
+            ),
+            m("d2", "Georges Seurat", 0, EntityType::Person),
+            m(
+                "d2",
+                "Seurat",
+                d2.find("Seurat died").unwrap(),
+                EntityType::Person,
+            ),
+            m(
+                "d2",
+                "Georgia",
+                d2.find("Georgia").unwrap(),
+                EntityType::Location,
+            ),
+            m("d3", "Georgia", 0, EntityType::Person),
+            m(
+                "d3",
+                "The Oscars",
+                d3.find("The Oscars").unwrap(),
+                EntityType::Other,
+            ),
+        ];
+        let text = |d: &str| match d {
+            "d1" => Some(d1),
+            "d2" => Some(d2),
+            _ => Some(d3),
+        };
+        let js = joins(&ms, text);
+        let has = |a: usize, b: usize, rule: JoinRule| {
+            js.iter().any(|j| j.a == a && j.b == b && j.rule == rule)
+        };
+        assert!(has(0, 1, JoinRule::AliasInText), "{js:?}");
+        assert_eq!(
+            js.iter()
+                .find(|j| j.rule == JoinRule::AliasInText)
+                .unwrap()
+                .evidence,
+            Some((0, oscars + "the Oscars".len()))
+        );
+        // "X (Y)" is the text giving the acronym: the alias rule, with its evidence.
+        assert!(has(2, 3, JoinRule::AliasInText), "{js:?}");
+        assert!(has(4, 5, JoinRule::ShortName), "{js:?}");
+        assert!(has(1, 8, JoinRule::SameName), "{js:?}");
+        let c = clusters(ms.len(), &js);
+        assert_eq!(c[8], c[0], "the Oscars of d3 are d1's Academy Awards");
+        assert_ne!(c[6], c[7], "Georgia the country is not Georgia the singer");
+        assert_ne!(c[0], c[2], "the awards are not the academy");
+    }
+}

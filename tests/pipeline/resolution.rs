@@ -1,0 +1,133 @@
+//! The labelled mention set (`tests/data/mentions.json`, labelled by hand from the
+//! summaries it names) against the deterministic entity-resolution rules
+//! (`relata_validate::resolve`): each rule's precision, and the clusters' pairwise
+//! precision and recall. No model is asked; runs with the real-model pass, which downloads
+//! the corpus. Floors are the figures measured when the test was written, less a margin
+//! (BENCHMARKS.md §3f).
+
+use std::collections::HashMap;
+
+use relata_core::EntityType;
+use relata_validate::resolve::{JoinRule, Mention, clusters, joins};
+use serde::Deserialize;
+
+#[derive(Debug, Deserialize)]
+struct MentionSet {
+    mentions: Vec<Labelled>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Labelled {
+    id: String,
+    title: String,
+    text: String,
+    start: usize,
+    #[serde(rename = "type")]
+    entity_type: String,
+    cluster: String,
+    category: String,
+}
+
+#[test]
+#[ignore = "needs the corpus: eval \"$(scripts/real-model.sh)\""]
+fn real_model_corpus_mentions_join_by_rule_with_measured_precision() {
+    let set: MentionSet = serde_json::from_str(
+        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/mentions.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let summaries = std::env::var("RELATA_REAL_MODEL_SUMMARIES")
+        .expect("RELATA_REAL_MODEL_SUMMARIES (scripts/real-model.sh)");
+    let data: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(summaries).unwrap()).unwrap();
+    let text_of = |title: &str| data.get(title).and_then(|v| v["extract"].as_str());
+    // The set itself: every mention is its document's bytes at its offset.
+    for l in &set.mentions {
+        let text = text_of(&l.title).unwrap_or_else(|| panic!("{}: no {}", l.id, l.title));
+        assert_eq!(
+            text.get(l.start..l.start + l.text.len()),
+            Some(l.text.as_str()),
+            "{}",
+            l.id
+        );
+    }
+    let clusters_in_set: std::collections::HashSet<&str> =
+        set.mentions.iter().map(|l| l.cluster.as_str()).collect();
+    assert!(
+        set.mentions.len() >= 300 && clusters_in_set.len() >= 80,
+        "the set's size"
+    );
+
+    let mentions: Vec<Mention> = set
+        .mentions
+        .iter()
+        .map(|l| Mention {
+            document: &l.title,
+            text: &l.text,
+            start: l.start,
+            entity_type: l.entity_type.parse::<EntityType>().unwrap(),
+        })
+        .collect();
+    let js = joins(&mentions, text_of);
+    let gold = |i: usize| set.mentions[i].cluster.as_str();
+    let mut report = Vec::new();
+    let mut per_rule: HashMap<JoinRule, (usize, usize)> = HashMap::new();
+    for j in &js {
+        let e = per_rule.entry(j.rule).or_default();
+        e.1 += 1;
+        if gold(j.a) == gold(j.b) {
+            e.0 += 1;
+        } else {
+            report.push(format!(
+                "{:?}: {} ({}) + {} ({})",
+                j.rule,
+                set.mentions[j.a].text,
+                set.mentions[j.a].title,
+                set.mentions[j.b].text,
+                set.mentions[j.b].title
+            ));
+        }
+    }
+    let predicted = clusters(mentions.len(), &js);
+    let (mut tp, mut fp, mut fneg) = (0u64, 0u64, 0u64);
+    for a in 0..mentions.len() {
+        for b in a + 1..mentions.len() {
+            match (predicted[a] == predicted[b], gold(a) == gold(b)) {
+                (true, true) => tp += 1,
+                (true, false) => fp += 1,
+                (false, true) => fneg += 1,
+                _ => {}
+            }
+        }
+    }
+    let traps_joined = (0..mentions.len())
+        .filter(|&i| set.mentions[i].category == "homonym_trap")
+        .filter(|&i| {
+            (0..mentions.len()).any(|k| predicted[k] == predicted[i] && gold(k) != gold(i))
+        })
+        .count();
+    let precision = tp as f64 / (tp + fp).max(1) as f64;
+    let recall = tp as f64 / (tp + fneg).max(1) as f64;
+    for rule in JoinRule::ALL {
+        let (right, all) = per_rule.get(&rule).copied().unwrap_or_default();
+        eprintln!("{}: {right}/{all} joins right", rule.as_str());
+    }
+    eprintln!(
+        "pairs: precision {precision:.3} ({tp}/{}), recall {recall:.3} ({tp}/{}); homonym traps joined to another thing: {traps_joined}",
+        tp + fp,
+        tp + fneg
+    );
+    for r in report.iter().take(20) {
+        eprintln!("  wrong join: {r}");
+    }
+    let share = |rule| {
+        let (right, all) = per_rule.get(&rule).copied().unwrap_or_default();
+        right as f64 / all.max(1) as f64
+    };
+    // Measured: alias_in_text 49/49, short_name 39/39, same_name 362/397; pairs 0.884
+    // precise, 0.828 recalled.
+    assert!(share(JoinRule::AliasInText) >= 0.95, "{report:?}");
+    assert!(share(JoinRule::ShortName) >= 0.95, "{report:?}");
+    assert!(share(JoinRule::SameName) >= 0.88, "{report:?}");
+    assert!(precision >= 0.85 && recall >= 0.78, "{precision} {recall}");
+}
