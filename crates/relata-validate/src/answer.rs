@@ -336,7 +336,12 @@ pub fn judge_answer(config: &AnswerConfig, sources: &[&str], raw: &[u8]) -> Answ
                     .collect();
                 let missing: Vec<String> = figures(&without_markers)
                     .into_iter()
-                    .filter(|f| !have.contains(f))
+                    .filter(|f| {
+                        !have.contains(f)
+                            && !citations
+                                .iter()
+                                .any(|h| crate::text::spelled_in(f, sources[h.index()]))
+                    })
                     .take(5)
                     .map(|f| excerpt(&f, 20))
                     .collect();
@@ -732,6 +737,20 @@ mod tests {
             r#"{"answer": "The Eiffel Tower is located in Paris [S4].", "citations": ["S4"], "found": true}"#,
         );
         assert!(j.warnings.is_empty(), "{j:?}");
+    }
+
+    #[test]
+    fn a_number_its_source_spells_out_is_found_there() {
+        let sources = ["Joni Mitchell has won eleven Grammy Awards."];
+        let raw = r#"{"answer": "Joni Mitchell won 11 Grammy Awards [S1].", "citations": ["S1"], "found": true}"#;
+        let j = judge_answer(&AnswerConfig::default(), &sources, raw.as_bytes());
+        assert!(j.warnings.is_empty(), "{j:?}");
+        let raw = r#"{"answer": "Joni Mitchell won 12 Grammy Awards [S1].", "citations": ["S1"], "found": true}"#;
+        let j = judge_answer(&AnswerConfig::default(), &sources, raw.as_bytes());
+        assert_eq!(
+            warnings(&j),
+            [Warning::FigureNotInSources, Warning::CitationUnsupported]
+        );
     }
 
     #[test]

@@ -179,6 +179,40 @@ fn next_digit(b: &[u8], from: usize) -> usize {
 
 /// The statement's figures that its quote does not contain, or `None` when every figure
 /// is supported.
+/// Whole numbers a source may spell out ("eleven Grammy Awards" for "11").
+const SPELLED: [&str; 21] = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+    "twenty",
+];
+
+/// True when `figure` is a whole number up to twenty that `text` spells out as a word.
+pub(crate) fn spelled_in(figure: &str, text: &str) -> bool {
+    let Some(word) = figure.parse::<usize>().ok().and_then(|n| SPELLED.get(n)) else {
+        return false;
+    };
+    text.split(|c: char| !c.is_alphanumeric())
+        .any(|w| w.eq_ignore_ascii_case(word))
+}
+
 pub(crate) fn figures_not_in(statement: &str, quote: &str) -> Option<String> {
     if !statement.bytes().any(|b| b.is_ascii_digit()) {
         return None;
@@ -186,7 +220,7 @@ pub(crate) fn figures_not_in(statement: &str, quote: &str) -> Option<String> {
     let have = figures(quote);
     let missing: Vec<Cow<'_, str>> = figures(statement)
         .into_iter()
-        .filter(|f| !have.contains(f))
+        .filter(|f| !have.contains(f) && !spelled_in(f, quote))
         .collect();
     if missing.is_empty() {
         return None;
@@ -201,6 +235,27 @@ pub(crate) fn figures_not_in(statement: &str, quote: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_small_whole_number_the_quote_spells_out_is_in_it() {
+        assert!(
+            figures_not_in(
+                "She won 11 Grammy Awards.",
+                "She has won eleven Grammy Awards."
+            )
+            .is_none()
+        );
+        assert!(
+            figures_not_in(
+                "She won 12 Grammy Awards.",
+                "She has won eleven Grammy Awards."
+            )
+            .is_some()
+        );
+        // Only whole words: "one" inside "someone" is not a figure.
+        assert!(figures_not_in("It has 1 door.", "Someone opened the door.").is_some());
+        assert!(figures_not_in("It ran 1,000 km.", "It ran a thousand km.").is_some());
+    }
 
     proptest::proptest! {
         /// The word-at-a-time skip finds exactly the first digit, for any bytes.
