@@ -1,4 +1,4 @@
-//! The labelled question set (`tests/data/questions.json`, written by hand from the
+//! The labelled question set (`tests/data/questions.json`, written from a reading of the
 //! summaries it names) against relata's own half of answering: retrieval and the
 //! answerability test that runs before the model. No model is asked. Runs with the
 //! real-model pass, which downloads the corpus.

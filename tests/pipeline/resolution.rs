@@ -1,4 +1,4 @@
-//! The labelled mention set (`tests/data/mentions.json`, labelled by hand from the
+//! The labelled mention set (`tests/data/mentions.json`, labelled by reading the
 //! summaries it names) against the deterministic entity-resolution rules
 //! (`relata_validate::resolve`): each rule's precision, and the clusters' pairwise
 //! precision and recall. No model is asked; runs with the real-model pass, which downloads
