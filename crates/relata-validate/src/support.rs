@@ -672,43 +672,11 @@ impl Hasher for FxHasher {
 type Fx = BuildHasherDefault<FxHasher>;
 
 /// Numbers written as words: figures like digits are, so each must be in the quote
-/// ("four" does not support "five"). "one" is left out: it is mostly a pronoun
-/// ("one of the").
-const NUMBER_WORDS: &[&str] = &[
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "thirteen",
-    "fourteen",
-    "fifteen",
-    "sixteen",
-    "seventeen",
-    "eighteen",
-    "nineteen",
-    "twenty",
-    "thirty",
-    "forty",
-    "fifty",
-    "sixty",
-    "seventy",
-    "eighty",
-    "ninety",
-    "hundred",
-    "thousand",
-    "million",
-    "billion",
-    "trillion",
-    "dozen",
-    "half",
-    "twice",
+/// ("four" does not support "five"): two to twenty ([`crate::text::SPELLED`]; "one" is left
+/// out: it is mostly a pronoun, "one of the") and these.
+const LARGER_NUMBER_WORDS: &[&str] = &[
+    "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety", "hundred", "thousand",
+    "million", "billion", "trillion", "dozen", "half", "twice",
 ];
 
 /// The shortest stem prefix two different words may share and count as the same word.
@@ -807,8 +775,13 @@ fn negation(w: &str) -> bool {
 }
 
 fn number_word(w: &str) -> bool {
-    static SET: std::sync::LazyLock<HashSet<&'static str>> =
-        std::sync::LazyLock::new(|| NUMBER_WORDS.iter().copied().collect());
+    static SET: std::sync::LazyLock<HashSet<&'static str>> = std::sync::LazyLock::new(|| {
+        crate::text::SPELLED[2..]
+            .iter()
+            .chain(LARGER_NUMBER_WORDS)
+            .copied()
+            .collect()
+    });
     SET.contains(w)
 }
 

@@ -177,10 +177,9 @@ fn next_digit(b: &[u8], from: usize) -> usize {
     i
 }
 
-/// The statement's figures that its quote does not contain, or `None` when every figure
-/// is supported.
-/// Whole numbers a source may spell out ("eleven Grammy Awards" for "11").
-const SPELLED: [&str; 21] = [
+/// The whole numbers up to twenty as words, each at its value's index: what a source may
+/// spell out ("eleven Grammy Awards" for "11"), and the support check's small number words.
+pub(crate) const SPELLED: [&str; 21] = [
     "zero",
     "one",
     "two",
@@ -213,6 +212,8 @@ pub(crate) fn spelled_in(figure: &str, text: &str) -> bool {
         .any(|w| w.eq_ignore_ascii_case(word))
 }
 
+/// The statement's figures that its quote does not contain (as digits, or spelled out up
+/// to twenty), or `None` when every figure is supported.
 pub(crate) fn figures_not_in(statement: &str, quote: &str) -> Option<String> {
     if !statement.bytes().any(|b| b.is_ascii_digit()) {
         return None;
