@@ -8,61 +8,24 @@
 //! BENCHMARKS.md §3e has the figures and the command (`relata-bench retrieval`).
 
 use std::collections::HashMap;
+use std::path::Path;
 
-use relata_answer::answerability::unmentioned;
-use serde::Deserialize;
+use relata_answer::answerability::unmentioned_in;
+use relata_testkit::questions::QuestionSet;
 
 use crate::common::Env;
-
-#[derive(Debug, Deserialize)]
-struct QuestionSet {
-    corpus: CorpusRule,
-    questions: Vec<Question>,
-}
-
-#[derive(Debug, Deserialize)]
-struct CorpusRule {
-    every: usize,
-    offset: usize,
-}
-
-#[derive(Debug, Deserialize)]
-struct Question {
-    id: String,
-    kind: String,
-    question: String,
-    gold: Vec<Gold>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Gold {
-    title: String,
-    sentence: String,
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "needs the corpus: eval \"$(scripts/real-model.sh)\""]
 async fn real_model_corpus_questions_find_their_gold_and_unmentioned_names_abstain() {
-    let set: QuestionSet = serde_json::from_str(
-        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/data/questions.json"))
-            .unwrap(),
-    )
+    let set = QuestionSet::load(Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/questions.json"
+    )))
     .unwrap();
     let summaries = std::env::var("RELATA_REAL_MODEL_SUMMARIES")
         .expect("RELATA_REAL_MODEL_SUMMARIES (scripts/real-model.sh)");
-    let data: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(&std::fs::read_to_string(summaries).unwrap()).unwrap();
-    let docs: Vec<(String, String)> = data
-        .values()
-        .enumerate()
-        .filter(|(i, _)| i % set.corpus.every == set.corpus.offset)
-        .map(|(_, v)| {
-            (
-                v["title"].as_str().unwrap().to_owned(),
-                v["extract"].as_str().unwrap().to_owned(),
-            )
-        })
-        .collect();
+    let docs = set.corpus(Path::new(&summaries)).unwrap();
     assert_eq!(docs.len(), 402, "the set's corpus rule picks 402 summaries");
     let titles: HashMap<&str, &str> = docs.iter().map(|(t, x)| (t.as_str(), x.as_str())).collect();
     // The set itself: every gold sentence is its document's own text.
@@ -87,11 +50,7 @@ async fn real_model_corpus_questions_find_their_gold_and_unmentioned_names_absta
     let (mut unanswerable, mut abstained) = (0, 0);
     for q in &set.questions {
         let passages = store.retrieve_passages(&q.question, 8).await.unwrap();
-        let texts: Vec<String> = passages
-            .iter()
-            .map(|p| format!("{}\n{}", p.title.as_deref().unwrap_or(""), p.text))
-            .collect();
-        let missing = unmentioned(&q.question, &texts);
+        let missing = unmentioned_in(&q.question, &passages);
         match q.kind.as_str() {
             "answerable" => {
                 answerable += 1;

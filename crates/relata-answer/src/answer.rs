@@ -195,6 +195,8 @@ impl Answerer {
         let started = std::time::Instant::now();
         check_request(question, k)?;
         let passages = self.store.retrieve_passages(question, k).await?;
+        // Only read when a passage was found (otherwise every name is unmentioned).
+        let unmentioned = crate::answerability::unmentioned_in(question, &passages);
         let claims = self.store.attach_claims(&passages).await?;
         let contradictions = self
             .store
@@ -255,15 +257,6 @@ impl Answerer {
         let mut cited: Vec<SourceHandle> = Vec::new();
         let mut call_record = None;
 
-        let unmentioned = if sources.is_empty() {
-            Vec::new()
-        } else {
-            let texts: Vec<String> = sources
-                .iter()
-                .map(|(p, _)| format!("{}\n{}", p.title.as_deref().unwrap_or(""), p.text))
-                .collect();
-            crate::answerability::unmentioned(question, &texts)
-        };
         if sources.is_empty() {
             // Nothing to answer from: abstain without spending a model call.
             out.answer = Some(ANSWER_ABSTENTION.to_owned());

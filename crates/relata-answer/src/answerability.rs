@@ -127,6 +127,15 @@ fn has_word_starting(text: &str, prefix: &str) -> bool {
     })
 }
 
+/// [`unmentioned`] over retrieved passages, each read with its document's title.
+pub fn unmentioned_in(question: &str, passages: &[relata_store::Passage]) -> Vec<String> {
+    let texts: Vec<String> = passages
+        .iter()
+        .map(|p| format!("{}\n{}", p.title.as_deref().unwrap_or(""), p.text))
+        .collect();
+    unmentioned(question, &texts)
+}
+
 /// What the question names that no passage mentions: each name (all its words in one
 /// passage) and each figure, in the question's order. Empty when the passages may answer.
 pub fn unmentioned(question: &str, passages: &[String]) -> Vec<String> {

@@ -7,42 +7,10 @@
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
-use serde::Deserialize;
+use anyhow::Result;
+use relata_testkit::questions::{Question, QuestionSet};
 
 use crate::world::World;
-
-#[derive(Debug, Deserialize)]
-struct QuestionSet {
-    corpus: CorpusRule,
-    questions: Vec<Question>,
-}
-
-#[derive(Debug, Deserialize)]
-struct CorpusRule {
-    every: usize,
-    offset: usize,
-}
-
-#[derive(Debug, Deserialize)]
-struct Question {
-    id: String,
-    kind: String,
-    question: String,
-    gold: Vec<Gold>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Gold {
-    title: String,
-    sentence: String,
-}
-
-#[derive(Debug, Deserialize)]
-struct Summary {
-    title: String,
-    extract: String,
-}
 
 /// Where a question's gold stands among its passages.
 #[derive(Debug, Default, Clone, Copy)]
@@ -65,38 +33,25 @@ pub async fn run(
     k: usize,
     keep: bool,
 ) -> Result<()> {
-    let set: QuestionSet = serde_json::from_slice(
-        &std::fs::read(questions).with_context(|| format!("reading {}", questions.display()))?,
-    )
-    .with_context(|| format!("{} is not a question set", questions.display()))?;
-    let all: serde_json::Map<String, serde_json::Value> = serde_json::from_slice(
-        &std::fs::read(summaries).with_context(|| format!("reading {}", summaries.display()))?,
-    )?;
-    if set.corpus.every == 0 {
-        bail!("corpus.every is 0");
-    }
+    let set = QuestionSet::load(questions)?;
+    let docs = set.corpus(summaries)?;
     // A model address nothing listens on: retrieval never calls the model.
     let world = World::new(relata, "http://127.0.0.1:9/v1", &[]).await?;
     let corpus = world.dir.join("questions-corpus.jsonl");
     let mut f = std::io::BufWriter::new(std::fs::File::create(&corpus)?);
-    let mut docs = 0;
-    for (i, (_, v)) in all.into_iter().enumerate() {
-        if i % set.corpus.every != set.corpus.offset {
-            continue;
-        }
-        let s: Summary = serde_json::from_value(v)?;
+    for (title, text) in &docs {
         writeln!(
             f,
             "{}",
-            serde_json::json!({"id": s.title, "title": s.title, "text": s.extract})
+            serde_json::json!({"id": title, "title": title, "text": text})
         )?;
-        docs += 1;
     }
     f.flush()?;
     drop(f);
     let took = world.ingest(&corpus)?;
     println!(
-        "retrieval: {docs} documents ingested in {:.1} s; {} questions; k = {k}",
+        "retrieval: {} documents ingested in {:.1} s; {} questions; k = {k}",
+        docs.len(),
         took.as_secs_f64(),
         set.questions.len()
     );
@@ -134,11 +89,7 @@ pub async fn run(
                 serde_json::json!({"id": q.id, "kind": q.kind, "question": q.question, "passages": texts})
             )?;
         }
-        let texts: Vec<String> = passages
-            .iter()
-            .map(|p| format!("{}\n{}", p.title.as_deref().unwrap_or(""), p.text))
-            .collect();
-        let unmentioned = relata_answer::answerability::unmentioned(&q.question, &texts);
+        let unmentioned = relata_answer::answerability::unmentioned_in(&q.question, &passages);
         rows.push((q, passages.len(), hits, unmentioned));
     }
     print_report(&rows, k);

@@ -24,5 +24,6 @@
 mod fake;
 pub mod harness;
 pub mod http;
+pub mod questions;
 
 pub use fake::{Behaviour, FakeModelServer, FakeOptions, RecordedRequest, Route, Script};
