@@ -9,6 +9,7 @@ mod answer;
 mod backfill;
 mod check;
 mod config;
+mod entities;
 mod ingest;
 mod out;
 mod pipeline;
@@ -82,6 +83,10 @@ enum Command {
         #[arg(long)]
         include_pending: bool,
     },
+    /// Canonical entities: list them with every mention and why it joined, re-resolve the
+    /// store (the backfill after a rule change), or undo a join in a reviewer's name.
+    #[command(subcommand)]
+    Entities(entities::EntitiesCommand),
     /// The review queue: list, show, approve and reject candidates the policy held for a
     /// person. Exit 1 when a decision was refused (nothing is recorded then).
     #[command(subcommand)]
@@ -153,6 +158,7 @@ fn run(cli: Cli) -> anyhow::Result<u8> {
             } => pipeline::export(&config, all_versions, include_pending)
                 .await
                 .map(|()| 0),
+            Command::Entities(cmd) => entities::run(&config, cmd).await,
             Command::Review(cmd) => review::review(&config, cmd).await,
             Command::Evidence(cmd) => review::evidence(&config, cmd).await,
             Command::Promote { json } => review::promote(&config, json).await,

@@ -318,3 +318,82 @@ async fn verify_prints_the_head_holds_the_log_to_it_and_names_an_edited_document
     );
     assert!(!stdout(&out).contains("head:"), "{}", stdout(&out));
 }
+
+/// `relata entities`: resolve joins one person named in two documents, `list --json`
+/// shows why, a separation in a reviewer's name undoes it, and an unknown reviewer is
+/// refused with nothing recorded.
+#[tokio::test]
+async fn entities_resolve_list_and_separate_on_the_command_line() {
+    let db = db().await;
+    let text = "Grace Hopper wrote the first compiler.";
+    claim_in(
+        &db.store,
+        "g1",
+        text,
+        "Grace Hopper",
+        "Grace Hopper wrote the first compiler.",
+    )
+    .await;
+    let text = "Grace Hopper joined the navy reserve.";
+    claim_in(
+        &db.store,
+        "g2",
+        text,
+        "Grace Hopper",
+        "Grace Hopper joined the navy reserve.",
+    )
+    .await;
+
+    let out = db.relata(&["entities", "list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("no resolved entities"),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = db.relata(&["entities", "resolve"]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).starts_with("2 mentions, 1 canonical entities, 2 rows changed"),
+        "{}",
+        stdout(&out)
+    );
+    let out = db.relata(&["entities", "list", "--json", "--name", "hopper"]);
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mentions = listed[0]["mentions"].as_array().unwrap();
+    assert_eq!(mentions.len(), 2, "{listed}");
+    assert_eq!(mentions[1]["rule"], "same_name");
+    let (first, second) = (
+        mentions[0]["entity_id"].as_i64().unwrap(),
+        mentions[1]["entity_id"].as_i64().unwrap(),
+    );
+    assert_eq!(mentions[1]["joined_to"], first);
+
+    let (a, b) = (second.to_string(), first.to_string());
+    let out = db.relata(&[
+        "entities", "separate", &a, "--from", &b, "--by", "Nobody", "--note", "x",
+    ]);
+    assert_ne!(out.status.code(), Some(0));
+    assert!(stderr(&out).contains("--by"), "{}", stderr(&out));
+    let out = db.relata(&[
+        "entities",
+        "separate",
+        &a,
+        "--from",
+        &b,
+        "--by",
+        "Ada Lovelace",
+        "--note",
+        "two people of that name",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("2 canonical entities, 1 rows changed"),
+        "{}",
+        stdout(&out)
+    );
+    let out = db.relata(&["entities", "list", "--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
+}

@@ -79,9 +79,12 @@ impl Store {
             winning_extract_jobs!(),
             "SELECT e.id, e.document_id, e.revision_id, e.chunk_id, e.name, e.name_normalized,
                     e.entity_type, m.id, m.job_id, m.model, m.prompt_version, m.schema_id,
-                    m.schema_version, m.schema_sha256, m.started_at, coalesce(p.state, 'proposed')
+                    m.schema_version, m.schema_sha256, m.started_at, coalesce(p.state, 'proposed'),
+                    res.canonical_id, res.rule, res.joined_to, res.evidence_revision_id,
+                    res.evidence_start, res.evidence_end, res.evidence_quote
              FROM entities e JOIN model_calls m ON m.id = e.call_id
              JOIN documents d ON d.id = e.document_id
+             LEFT JOIN entity_resolutions res ON res.entity_id = e.id
              LEFT JOIN decided_states p ON p.candidate_kind = 'entity' AND p.candidate_id = e.id
              WHERE ($1 OR (e.revision_id = d.current_revision_id
                            AND e.job_id IN (SELECT job_id FROM win)))
@@ -98,9 +101,11 @@ impl Store {
             "SELECT c.id, c.document_id, c.revision_id, c.chunk_id, c.statement, c.quote,
                     c.quote_start, c.quote_end, c.subject, c.entity_id,
                     m.id, m.job_id, m.model, m.prompt_version, m.schema_id,
-                    m.schema_version, m.schema_sha256, m.started_at, coalesce(p.state, 'proposed')
+                    m.schema_version, m.schema_sha256, m.started_at, coalesce(p.state, 'proposed'),
+                    res.canonical_id
              FROM claims c JOIN model_calls m ON m.id = c.call_id
              JOIN documents d ON d.id = c.document_id
+             LEFT JOIN entity_resolutions res ON res.entity_id = c.entity_id
              LEFT JOIN decided_states p ON p.candidate_kind = 'claim' AND p.candidate_id = c.id
              WHERE ($1 OR (c.revision_id = d.current_revision_id
                            AND c.job_id IN (SELECT job_id FROM win)))
@@ -199,9 +204,22 @@ pub struct ExportEntity {
     pub name_normalized: String,
     #[serde(rename = "type")]
     pub entity_type: String,
+    /// The canonical entity this mention resolved to (`relata entities`); `None` until
+    /// resolution has run over it.
+    pub canonical_id: Option<i64>,
+    /// Why it belongs to that entity: the rule, the mention it joined through, and the
+    /// text's own bytes where the text gives the join.
+    pub resolution: Option<ExportResolution>,
     pub provenance: Provenance,
     /// Promotion state: `promoted` unless the export included pending candidates.
     pub state: PromotionState,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ExportResolution {
+    pub rule: crate::entities::Resolution,
+    pub joined_to: Option<i64>,
+    pub evidence: Option<crate::entities::Evidence>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -217,6 +235,8 @@ pub struct ExportClaim {
     pub quote_end: usize,
     pub subject: String,
     pub entity_id: Option<i64>,
+    /// The canonical entity of `entity_id`, once resolved.
+    pub canonical_id: Option<i64>,
     pub provenance: Provenance,
     /// Promotion state: `promoted` unless the export included pending candidates.
     pub state: PromotionState,
@@ -278,6 +298,23 @@ fn entity(r: &PgRow) -> Result<ExportRecord> {
         name: r.try_get(4)?,
         name_normalized: r.try_get(5)?,
         entity_type: r.try_get(6)?,
+        canonical_id: r.try_get(16)?,
+        resolution: match r.try_get::<Option<&str>, _>(17)? {
+            None => None,
+            Some(rule) => Some(ExportResolution {
+                rule: crate::entities::Resolution::parse(rule)?,
+                joined_to: r.try_get(18)?,
+                evidence: match r.try_get::<Option<i64>, _>(19)? {
+                    None => None,
+                    Some(revision_id) => Some(crate::entities::Evidence {
+                        revision_id,
+                        start: r.try_get(20)?,
+                        end: r.try_get(21)?,
+                        quote: r.try_get(22)?,
+                    }),
+                },
+            }),
+        },
         provenance: provenance(r, 7)?,
         state: parse_label(r.try_get(15)?)?,
     }))
@@ -295,6 +332,7 @@ fn claim(r: &PgRow) -> Result<ExportRecord> {
         quote_end: to_usize(r.try_get(7)?, "quote_end")?,
         subject: r.try_get(8)?,
         entity_id: r.try_get(9)?,
+        canonical_id: r.try_get(19)?,
         provenance: provenance(r, 10)?,
         state: parse_label(r.try_get(18)?)?,
     }))

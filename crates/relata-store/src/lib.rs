@@ -39,6 +39,7 @@ pub mod canonical;
 mod commit;
 mod copy_binary;
 mod documents;
+pub mod entities;
 mod error;
 mod export;
 mod failure_rates;
@@ -71,7 +72,7 @@ pub use backfill::{
 pub use error::{ErrorKind, Result, StoreError};
 pub use export::{
     CurrentVersions, ExportClaim, ExportDocument, ExportEntity, ExportRecord, ExportRelation,
-    Provenance,
+    ExportResolution, Provenance,
 };
 pub use failure_rates::{
     DoublingCheck, DoublingVerdict, DriftRow, FailureCounts, RateLevel, ReasonCount, judge_doubling,

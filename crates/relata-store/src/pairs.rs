@@ -1,9 +1,10 @@
 //! Candidate claim pairs and classify jobs.
 //!
-//! A pair is an unordered pair of claims about the same normalised subject in different
-//! documents. Each pair is classified at most once per classify task version: a
-//! `classified_pairs` row reserves it, written in the same transaction as the classify job
-//! that carries it, so a crash can neither lose a reserved pair nor classify it twice.
+//! A pair is an unordered pair of claims about the same normalised subject, or about one
+//! canonical entity (`entities`), in different documents. Each pair is classified at most
+//! once per classify task version: a `classified_pairs` row reserves it, written in the
+//! same transaction as the classify job that carries it, so a crash can neither lose a
+//! reserved pair nor classify it twice.
 
 use std::collections::HashSet;
 
@@ -23,7 +24,7 @@ impl Store {
     /// Candidate pairs for newly committed claims, as `(lower id, higher id)`.
     ///
     /// For each new claim: the `k` newest claims (by commit time, then id) with the same
-    /// normalised subject, from *other* documents, taken from those documents' current
+    /// normalised subject or the same canonical entity (`entities`), from *other* documents, taken from those documents' current
     /// revisions only (claims of superseded text are not paired). Pairs already reserved
     /// for `version` are then left out — `k` bounds the neighbourhood looked at, not the
     /// number of pairs found after skipping, so asking twice never reaches further back.
@@ -43,12 +44,32 @@ impl Store {
             "SELECT n.id, o.id
              FROM claims n
              CROSS JOIN LATERAL (
-                 SELECT c.id, c.created_at
-                 FROM claims c
-                 JOIN documents d ON d.current_revision_id = c.revision_id
-                 WHERE c.subject_normalized = n.subject_normalized
-                   AND c.document_id <> n.document_id
-                 ORDER BY c.created_at DESC, c.id DESC
+                 SELECT u.id, u.created_at FROM (
+                     (SELECT c.id, c.created_at
+                      FROM claims c
+                      JOIN documents d ON d.current_revision_id = c.revision_id
+                      WHERE c.subject_normalized = n.subject_normalized
+                        AND c.document_id <> n.document_id
+                        -- Resolution keeps a homonym (another type, or a join a person
+                        -- undid) apart even where the names match.
+                        AND NOT EXISTS (
+                            SELECT 1 FROM entity_resolutions a, entity_resolutions b
+                            WHERE a.entity_id = n.entity_id AND b.entity_id = c.entity_id
+                              AND a.canonical_id <> b.canonical_id)
+                      ORDER BY c.created_at DESC, c.id DESC
+                      LIMIT $2)
+                     UNION
+                     (SELECT c.id, c.created_at
+                      FROM entity_resolutions mine
+                      JOIN entity_resolutions same ON same.canonical_id = mine.canonical_id
+                      JOIN claims c ON c.entity_id = same.entity_id
+                      JOIN documents d ON d.current_revision_id = c.revision_id
+                      WHERE mine.entity_id = n.entity_id
+                        AND c.document_id <> n.document_id
+                      ORDER BY c.created_at DESC, c.id DESC
+                      LIMIT $2)
+                 ) u
+                 ORDER BY u.created_at DESC, u.id DESC
                  LIMIT $2
              ) o
              WHERE n.id = ANY($1)

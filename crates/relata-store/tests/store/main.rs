@@ -12,6 +12,7 @@ mod common;
 mod answers;
 mod commit;
 mod documents;
+mod entities;
 mod errors;
 mod jobs;
 mod migrations;

@@ -1,0 +1,166 @@
+//! `relata entities`: canonical entities, the mentions resolved to them and why, the
+//! re-resolution backfill, and a person's undo of a join.
+
+use anyhow::{Context, Result};
+use relata_store::entities::{CanonicalEntity, Resolution};
+
+use crate::config::Config;
+use crate::out::outln;
+use crate::pipeline::store;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum EntitiesCommand {
+    /// Canonical entities, most mentioned first, each with the names it is written as and,
+    /// for every mention, the rule that joined it and the text that gives the join.
+    List {
+        /// Only entities with a mention whose name contains this (any case).
+        #[arg(long)]
+        name: Option<String>,
+        /// Only entities written under more than one name.
+        #[arg(long)]
+        joined: bool,
+        /// At most this many.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+        limit: u32,
+        /// Print JSON: an array of entities with their mentions.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Re-resolve every stored mention under the current rules and the recorded
+    /// separations; writes only what changed (running it twice changes nothing). The
+    /// backfill after a rule change or a separation.
+    Resolve {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Undo a join: record, in a reviewer's name, that two mentions are not one thing,
+    /// then re-resolve. Claims of the mention follow it; no row is removed.
+    Separate {
+        /// The mention (an entity row id, as `relata entities list` shows it).
+        entity: i64,
+        /// The mention it must not be joined with.
+        #[arg(long)]
+        from: i64,
+        /// The reviewer: a name from `[review] reviewers` / RELATA_REVIEWERS.
+        #[arg(long)]
+        by: String,
+        /// Why they are different things.
+        #[arg(long)]
+        note: String,
+    },
+}
+
+pub async fn run(config: &Config, cmd: EntitiesCommand) -> Result<u8> {
+    match cmd {
+        EntitiesCommand::List {
+            name,
+            joined,
+            limit,
+            json,
+        } => list(config, name.as_deref(), joined, limit, json).await,
+        EntitiesCommand::Resolve { json } => resolve(config, json).await,
+        EntitiesCommand::Separate {
+            entity,
+            from,
+            by,
+            note,
+        } => {
+            let reviewer = config
+                .reviewers()?
+                .get(&by)
+                .map_err(|e| anyhow::anyhow!("--by: {e}"))?;
+            if note.trim().is_empty() {
+                anyhow::bail!("--note: a separation must say why");
+            }
+            let store = store(config).await?;
+            store
+                .separate_entities(entity, from, reviewer.name(), &note)
+                .await
+                .context("recording the separation")?;
+            eprintln!("entity {entity} is kept apart from entity {from}; re-resolving");
+            resolve(config, false).await
+        }
+    }
+}
+
+async fn resolve(config: &Config, json: bool) -> Result<u8> {
+    let store = store(config).await?;
+    let s = store
+        .resolve_entities()
+        .await
+        .context("resolving entities")?;
+    if json {
+        outln!("{}", serde_json::to_string(&s)?)?;
+        return Ok(0);
+    }
+    outln!(
+        "{} mentions, {} canonical entities, {} rows changed",
+        s.mentions,
+        s.canonical_entities,
+        s.changed
+    )?;
+    for (rule, n) in &s.by_rule {
+        outln!("  {rule:<14} {n}")?;
+    }
+    if s.kept_apart > 0 {
+        outln!(
+            "  {} joins kept apart by a person's separation",
+            s.kept_apart
+        )?;
+    }
+    Ok(0)
+}
+
+async fn list(
+    config: &Config,
+    name: Option<&str>,
+    joined: bool,
+    limit: u32,
+    json: bool,
+) -> Result<u8> {
+    let store = store(config).await?;
+    let entities: Vec<CanonicalEntity> = store
+        .canonical_entities(name)
+        .await
+        .context("reading entities")?
+        .into_iter()
+        .filter(|e| !joined || e.names.len() > 1)
+        .take(limit as usize)
+        .collect();
+    if json {
+        outln!("{}", serde_json::to_string(&entities)?)?;
+        return Ok(0);
+    }
+    if entities.is_empty() {
+        outln!("no resolved entities (run `relata entities resolve`)")?;
+    }
+    for e in &entities {
+        outln!(
+            "entity {} {:?} ({}): {} mentions in {} documents, {} claims",
+            e.id,
+            e.name,
+            e.entity_type,
+            e.mentions.len(),
+            e.documents,
+            e.claims
+        )?;
+        for m in &e.mentions {
+            let why = match (m.rule, &m.evidence, m.joined_to) {
+                (Resolution::First, _, _) => "first mention".to_owned(),
+                (rule, Some(ev), Some(to)) => {
+                    format!("{} with {to}: {:?}", rule.as_str(), ev.quote)
+                }
+                (rule, _, Some(to)) => format!("{} with {to}", rule.as_str()),
+                (rule, _, None) => rule.as_str().to_owned(),
+            };
+            outln!(
+                "  {:>6} {:?} document {} · {} claims · {why}",
+                m.entity_id,
+                m.name,
+                m.document_id,
+                m.claims
+            )?;
+        }
+    }
+    Ok(0)
+}

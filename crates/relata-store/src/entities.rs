@@ -1,0 +1,672 @@
+//! Canonical entities: the store's mentions (rows of `entities`) resolved by the
+//! deterministic rules of [`relata_validate::resolve`] into clusters, each named by the
+//! id of its first mention, with the rule, the mention joined through and the text's own
+//! bytes where the text gives the join. Nothing here asks a model.
+//!
+//! [`Store::resolve_entities`] recomputes the whole mapping from the mentions, the
+//! revisions' text and the separations people recorded, and writes only the rows that
+//! changed, so running it again changes nothing and a rule change is a backfill.
+//! [`Store::resolve_new_entities`] is the cheap step beside a commit: it resolves the
+//! mentions that have no row yet against the store, attaching each to an existing entity
+//! or founding one, without re-deciding the rest (a mention that would bridge two
+//! existing entities joins the older one; the next full resolve merges them).
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+use relata_core::EntityType;
+use relata_validate::resolve::{Join, JoinRule, Mention, clusters, joins, name_key};
+use sqlx::Row;
+
+use crate::Store;
+use crate::error::{Result, StoreError};
+use crate::lock::lock_key;
+
+/// Bumped when a rule changes what it joins; stored with each row, so a store resolved by
+/// older rules can be told apart (and is re-resolved by `relata entities resolve`).
+pub const RULES_VERSION: i32 = 1;
+
+/// Why a mention belongs to its canonical entity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Resolution {
+    /// The entity's first mention: its id names the entity.
+    First,
+    SameName,
+    AliasInText,
+    ShortName,
+}
+
+impl Resolution {
+    pub const ALL: [Resolution; 4] = [
+        Resolution::First,
+        Resolution::SameName,
+        Resolution::AliasInText,
+        Resolution::ShortName,
+    ];
+
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Resolution::First => "first",
+            Resolution::SameName => JoinRule::SameName.as_str(),
+            Resolution::AliasInText => JoinRule::AliasInText.as_str(),
+            Resolution::ShortName => JoinRule::ShortName.as_str(),
+        }
+    }
+
+    fn of(rule: JoinRule) -> Resolution {
+        match rule {
+            JoinRule::SameName => Resolution::SameName,
+            JoinRule::AliasInText => Resolution::AliasInText,
+            JoinRule::ShortName => Resolution::ShortName,
+        }
+    }
+
+    pub(crate) fn parse(s: &str) -> Result<Resolution> {
+        Resolution::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| StoreError::Invariant(format!("unknown resolution rule {s:?}")))
+    }
+}
+
+/// What a resolve did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ResolveSummary {
+    pub mentions: u64,
+    pub canonical_entities: u64,
+    /// Mentions by the rule that placed them (`first` for each entity's first mention).
+    pub by_rule: BTreeMap<&'static str, u64>,
+    /// Rows written because they were new or differed; 0 when nothing changed.
+    pub changed: u64,
+    /// Joins a recorded separation kept from being made.
+    pub kept_apart: u64,
+}
+
+/// One resolved mention, as [`Store::canonical_entities`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct ResolvedMention {
+    pub entity_id: i64,
+    pub name: String,
+    pub document_id: i64,
+    pub revision_id: i64,
+    pub rule: Resolution,
+    pub joined_to: Option<i64>,
+    /// The revision's own bytes that give the join, with their UTF-8 byte offsets.
+    pub evidence: Option<Evidence>,
+    pub claims: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Evidence {
+    pub revision_id: i64,
+    pub start: i32,
+    pub end: i32,
+    pub quote: String,
+}
+
+/// A canonical entity with every mention resolved to it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CanonicalEntity {
+    pub id: i64,
+    /// Its first mention's name.
+    pub name: String,
+    #[serde(rename = "type")]
+    pub entity_type: String,
+    /// The distinct names it is written as, in order of first mention.
+    pub names: Vec<String>,
+    pub documents: i64,
+    pub claims: i64,
+    pub mentions: Vec<ResolvedMention>,
+}
+
+/// A mention as loaded for resolution.
+struct Loaded {
+    id: i64,
+    revision_id: i64,
+    document: String,
+    name: String,
+    start: usize,
+    entity_type: EntityType,
+}
+
+/// A mention's placement, as it is written to `entity_resolutions`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Placement {
+    canonical_id: i64,
+    rule: Resolution,
+    joined_to: Option<i64>,
+    evidence: Option<Evidence>,
+    name_key: String,
+}
+
+const LOAD_MENTIONS: &str =
+    "SELECT e.id, e.revision_id, e.name, e.entity_type, ch.start_byte, ch.text
+     FROM entities e JOIN chunks ch ON ch.id = e.chunk_id";
+
+impl Store {
+    /// Recompute every mention's canonical entity (see the module). One resolve at a time:
+    /// a second waits for the first.
+    pub async fn resolve_entities(&self) -> Result<ResolveSummary> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(lock_key("entity-resolution"))
+            .execute(&mut *tx)
+            .await?;
+        let mentions = load(&mut tx, format!("{LOAD_MENTIONS} ORDER BY e.id"), None).await?;
+        let texts = revision_texts(&mut tx, &mentions).await?;
+        let apart = separations(&mut tx).await?;
+        let as_mentions: Vec<Mention> = mentions.iter().map(Loaded::mention).collect();
+        let found = joins(&as_mentions, |doc| texts.get(doc).map(String::as_str));
+        let (kept, kept_apart) = respect_separations(&mentions, found, &apart);
+        let placements = place(&mentions, &kept, &texts);
+        let changed = write(&mut tx, mentions.iter().zip(&placements)).await?;
+        tx.commit().await?;
+        let mut summary = summarize(&placements);
+        summary.changed = changed;
+        summary.kept_apart = kept_apart;
+        Ok(summary)
+    }
+
+    /// Resolve the mentions that have no resolution yet against the store (see the
+    /// module); the step a worker takes after committing, before it pairs claims.
+    pub async fn resolve_new_entities(&self) -> Result<u64> {
+        let mut tx = self.pool.begin().await?;
+        sqlx::query("SELECT pg_advisory_xact_lock($1)")
+            .bind(lock_key("entity-resolution"))
+            .execute(&mut *tx)
+            .await?;
+        let fresh = load(
+            &mut tx,
+            format!(
+                "{LOAD_MENTIONS} WHERE NOT EXISTS
+                   (SELECT 1 FROM entity_resolutions r WHERE r.entity_id = e.id)
+                 ORDER BY e.id"
+            ),
+            None,
+        )
+        .await?;
+        if fresh.is_empty() {
+            return Ok(0);
+        }
+        // The neighbourhood a new mention can join: its revision's mentions (the in-text
+        // rules) and every resolved mention of the same name.
+        let revisions: Vec<i64> = fresh.iter().map(|m| m.revision_id).collect();
+        let keys: Vec<String> = fresh.iter().map(|m| name_key(&m.name)).collect();
+        let near = load(
+            &mut tx,
+            format!(
+                "{LOAD_MENTIONS} WHERE e.revision_id = ANY($1) OR e.id IN
+                   (SELECT entity_id FROM entity_resolutions WHERE name_key = ANY($2))
+                 ORDER BY e.id"
+            ),
+            Some((&revisions, &keys)),
+        )
+        .await?;
+        let known = known_placements(&mut tx, &near).await?;
+        let texts = revision_texts(&mut tx, &near).await?;
+        let apart = separations(&mut tx).await?;
+        let as_mentions: Vec<Mention> = near.iter().map(Loaded::mention).collect();
+        let found = joins(&as_mentions, |doc| texts.get(doc).map(String::as_str));
+        let (kept, _) = respect_separations(&near, found, &apart);
+        let placements = attach(&near, &kept, &texts, &known);
+        let changed = write(
+            &mut tx,
+            near.iter()
+                .zip(&placements)
+                .filter_map(|(m, p)| Some((m, p.as_ref()?))),
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(changed)
+    }
+
+    /// Record that two mentions are not one thing (a person's undo of a join). Takes
+    /// effect at the next [`Store::resolve_entities`].
+    pub async fn separate_entities(
+        &self,
+        entity_id: i64,
+        apart_from: i64,
+        reviewer: &str,
+        reason: &str,
+    ) -> Result<()> {
+        if entity_id == apart_from {
+            return Err(StoreError::InvalidInput(format!(
+                "entity {entity_id} cannot be kept apart from itself"
+            )));
+        }
+        for (what, text) in [("reviewer", reviewer), ("reason", reason)] {
+            if text.trim().is_empty() {
+                return Err(StoreError::InvalidInput(format!(
+                    "a separation needs a {what}"
+                )));
+            }
+        }
+        let known: Vec<i64> = sqlx::query_scalar("SELECT id FROM entities WHERE id = ANY($1)")
+            .bind([entity_id, apart_from])
+            .fetch_all(&self.pool)
+            .await?;
+        for id in [entity_id, apart_from] {
+            if !known.contains(&id) {
+                return Err(StoreError::InvalidInput(format!("no entity {id}")));
+            }
+        }
+        sqlx::query(
+            "INSERT INTO entity_separations (entity_id, apart_from, reviewer, reason)
+             VALUES ($1, $2, $3, $4)",
+        )
+        .bind(entity_id)
+        .bind(apart_from)
+        .bind(reviewer.trim())
+        .bind(reason.trim())
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    /// Canonical entities with their mentions, largest first; `name` keeps those with a
+    /// mention whose name contains it (case-insensitive).
+    pub async fn canonical_entities(&self, name: Option<&str>) -> Result<Vec<CanonicalEntity>> {
+        let rows = sqlx::query(
+            "SELECT r.canonical_id, e.id, e.name, e.entity_type, e.document_id, e.revision_id,
+                    r.rule, r.joined_to, r.evidence_revision_id, r.evidence_start,
+                    r.evidence_end, r.evidence_quote,
+                    (SELECT count(*) FROM claims c WHERE c.entity_id = e.id)
+             FROM entity_resolutions r JOIN entities e ON e.id = r.entity_id
+             WHERE $1::text IS NULL OR r.canonical_id IN
+                 (SELECT r2.canonical_id FROM entity_resolutions r2
+                  JOIN entities e2 ON e2.id = r2.entity_id
+                  WHERE strpos(lower(e2.name), lower($1)) > 0)
+             ORDER BY r.canonical_id, e.id",
+        )
+        .bind(name)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out: Vec<CanonicalEntity> = Vec::new();
+        for row in &rows {
+            let canonical: i64 = row.try_get("canonical_id")?;
+            let mention = ResolvedMention {
+                entity_id: row.try_get("id")?,
+                name: row.try_get("name")?,
+                document_id: row.try_get("document_id")?,
+                revision_id: row.try_get("revision_id")?,
+                rule: Resolution::parse(row.try_get("rule")?)?,
+                joined_to: row.try_get("joined_to")?,
+                evidence: match row.try_get::<Option<i64>, _>("evidence_revision_id")? {
+                    None => None,
+                    Some(revision_id) => Some(Evidence {
+                        revision_id,
+                        start: row.try_get("evidence_start")?,
+                        end: row.try_get("evidence_end")?,
+                        quote: row.try_get("evidence_quote")?,
+                    }),
+                },
+                claims: row.try_get("count")?,
+            };
+            if out.last().is_none_or(|c| c.id != canonical) {
+                out.push(CanonicalEntity {
+                    id: canonical,
+                    name: mention.name.clone(),
+                    entity_type: row.try_get("entity_type")?,
+                    names: Vec::new(),
+                    documents: 0,
+                    claims: 0,
+                    mentions: Vec::new(),
+                });
+            }
+            let entity = out.last_mut().expect("pushed above");
+            if !entity.names.contains(&mention.name) {
+                entity.names.push(mention.name.clone());
+            }
+            entity.claims += mention.claims;
+            entity.mentions.push(mention);
+        }
+        for e in &mut out {
+            let docs: HashSet<i64> = e.mentions.iter().map(|m| m.document_id).collect();
+            e.documents = docs.len() as i64;
+        }
+        out.sort_by(|a, b| {
+            b.mentions
+                .len()
+                .cmp(&a.mentions.len())
+                .then(a.id.cmp(&b.id))
+        });
+        Ok(out)
+    }
+}
+
+impl Loaded {
+    fn mention(&self) -> Mention<'_> {
+        Mention {
+            document: &self.document,
+            text: &self.name,
+            start: self.start,
+            entity_type: self.entity_type,
+        }
+    }
+}
+
+async fn load(
+    tx: &mut sqlx::PgConnection,
+    sql: String,
+    binds: Option<(&[i64], &[String])>,
+) -> Result<Vec<Loaded>> {
+    // Only the module's own constant text is spliced in, never an input.
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+    if let Some((revisions, keys)) = binds {
+        query = query.bind(revisions).bind(keys);
+    }
+    let rows = query.fetch_all(&mut *tx).await?;
+    rows.iter()
+        .map(|row| {
+            let name: String = row.try_get("name")?;
+            let chunk: String = row.try_get("text")?;
+            let chunk_start: i32 = row.try_get("start_byte")?;
+            let revision_id: i64 = row.try_get("revision_id")?;
+            let entity_type: String = row.try_get("entity_type")?;
+            // A name is the chunk's own text; where it is not found verbatim the mention
+            // sits at its chunk's start, where no in-text rule can place it next to
+            // another name.
+            let within = chunk.find(name.as_str()).unwrap_or(0);
+            Ok(Loaded {
+                id: row.try_get("id")?,
+                revision_id,
+                document: revision_id.to_string(),
+                start: usize::try_from(chunk_start).unwrap_or(0) + within,
+                entity_type: entity_type.parse().map_err(|_| {
+                    StoreError::Invariant(format!("stored entity type {entity_type:?}"))
+                })?,
+                name,
+            })
+        })
+        .collect()
+}
+
+async fn revision_texts(
+    tx: &mut sqlx::PgConnection,
+    mentions: &[Loaded],
+) -> Result<HashMap<String, String>> {
+    let ids: Vec<i64> = mentions
+        .iter()
+        .map(|m| m.revision_id)
+        .collect::<HashSet<_>>()
+        .into_iter()
+        .collect();
+    let rows = sqlx::query("SELECT id, text FROM document_revisions WHERE id = ANY($1)")
+        .bind(&ids)
+        .fetch_all(&mut *tx)
+        .await?;
+    rows.iter()
+        .map(|r| Ok((r.try_get::<i64, _>(0)?.to_string(), r.try_get(1)?)))
+        .collect()
+}
+
+async fn separations(tx: &mut sqlx::PgConnection) -> Result<Vec<(i64, i64)>> {
+    Ok(
+        sqlx::query_as("SELECT entity_id, apart_from FROM entity_separations ORDER BY id")
+            .fetch_all(&mut *tx)
+            .await?,
+    )
+}
+
+async fn known_placements(
+    tx: &mut sqlx::PgConnection,
+    near: &[Loaded],
+) -> Result<HashMap<i64, i64>> {
+    let ids: Vec<i64> = near.iter().map(|m| m.id).collect();
+    let rows: Vec<(i64, i64)> = sqlx::query_as(
+        "SELECT entity_id, canonical_id FROM entity_resolutions WHERE entity_id = ANY($1)",
+    )
+    .bind(&ids)
+    .fetch_all(&mut *tx)
+    .await?;
+    Ok(rows.into_iter().collect())
+}
+
+/// Drop the joins a separation forbids: first the direct ones; then, while a separated
+/// pair still ends up in one cluster through others, every join of the mention that was
+/// separated, so it stands alone. Returns the joins kept and how many were dropped.
+fn respect_separations(
+    mentions: &[Loaded],
+    mut found: Vec<Join>,
+    apart: &[(i64, i64)],
+) -> (Vec<Join>, u64) {
+    let index: HashMap<i64, usize> = mentions
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.id, i))
+        .collect();
+    let pairs: Vec<(usize, usize)> = apart
+        .iter()
+        .filter_map(|(a, b)| Some((*index.get(a)?, *index.get(b)?)))
+        .collect();
+    let before = found.len();
+    found.retain(|j| {
+        !pairs
+            .iter()
+            .any(|&(a, b)| (j.a, j.b) == (a, b) || (j.a, j.b) == (b, a))
+    });
+    for &(a, b) in &pairs {
+        let cluster = clusters(mentions.len(), &found);
+        if cluster[a] == cluster[b] {
+            found.retain(|j| j.a != a && j.b != a);
+        }
+    }
+    let dropped = (before - found.len()) as u64;
+    (found, dropped)
+}
+
+/// Each mention's placement under `kept`: the cluster's first mention founds it; every
+/// other mention is placed by the join through which a breadth-first walk from the first
+/// mention reaches it, so each row names one join that can be shown and undone.
+fn place(mentions: &[Loaded], kept: &[Join], texts: &HashMap<String, String>) -> Vec<Placement> {
+    let cluster = clusters(mentions.len(), kept);
+    let mut edges: Vec<Vec<&Join>> = vec![Vec::new(); mentions.len()];
+    for j in kept {
+        edges[j.a].push(j);
+        edges[j.b].push(j);
+    }
+    let mut placed: Vec<Option<Placement>> = vec![None; mentions.len()];
+    for root in 0..mentions.len() {
+        if cluster[root] != root {
+            continue;
+        }
+        placed[root] = Some(founding(&mentions[root]));
+        let mut queue = VecDeque::from([root]);
+        while let Some(at) = queue.pop_front() {
+            for j in &edges[at] {
+                let next = if j.a == at { j.b } else { j.a };
+                if placed[next].is_none() {
+                    placed[next] = Some(joined(mentions, next, at, j, mentions[root].id, texts));
+                    queue.push_back(next);
+                }
+            }
+        }
+    }
+    placed
+        .into_iter()
+        .map(|p| p.expect("every mention is in a cluster"))
+        .collect()
+}
+
+/// Placements for the new mentions of `near` (those `known` lacks): joined to a known
+/// mention, they take its entity (the oldest, when several); joined only to other new
+/// ones, they found one.
+fn attach(
+    near: &[Loaded],
+    kept: &[Join],
+    texts: &HashMap<String, String>,
+    known: &HashMap<i64, i64>,
+) -> Vec<Option<Placement>> {
+    let fresh: Vec<bool> = near.iter().map(|m| !known.contains_key(&m.id)).collect();
+    let mut placed: Vec<Option<Placement>> = vec![None; near.len()];
+    let mut queue = VecDeque::new();
+    for (i, m) in near.iter().enumerate() {
+        if let Some(&canonical) = known.get(&m.id) {
+            placed[i] = Some(Placement {
+                canonical_id: canonical,
+                rule: Resolution::First,
+                joined_to: None,
+                evidence: None,
+                name_key: String::new(),
+            });
+            queue.push_back(i);
+        }
+    }
+    let mut order: Vec<usize> = queue.iter().copied().collect();
+    order.sort_by_key(|&i| placed[i].as_ref().map(|p| p.canonical_id));
+    let mut queue: VecDeque<usize> = order.into();
+    let mut edges: Vec<Vec<&Join>> = vec![Vec::new(); near.len()];
+    for j in kept {
+        edges[j.a].push(j);
+        edges[j.b].push(j);
+    }
+    let walk = |queue: &mut VecDeque<usize>, placed: &mut Vec<Option<Placement>>| {
+        while let Some(at) = queue.pop_front() {
+            let canonical = placed[at]
+                .as_ref()
+                .expect("queued once placed")
+                .canonical_id;
+            for j in &edges[at] {
+                let next = if j.a == at { j.b } else { j.a };
+                if fresh[next] && placed[next].is_none() {
+                    placed[next] = Some(joined(near, next, at, j, canonical, texts));
+                    queue.push_back(next);
+                }
+            }
+        }
+    };
+    walk(&mut queue, &mut placed);
+    for i in 0..near.len() {
+        if placed[i].is_none() {
+            placed[i] = Some(founding(&near[i]));
+            queue.push_back(i);
+            walk(&mut queue, &mut placed);
+        }
+    }
+    // Only the new mentions are written; the known ones keep their rows.
+    placed
+        .into_iter()
+        .zip(&fresh)
+        .map(|(p, &new)| p.filter(|_| new))
+        .collect()
+}
+
+fn founding(m: &Loaded) -> Placement {
+    Placement {
+        canonical_id: m.id,
+        rule: Resolution::First,
+        joined_to: None,
+        evidence: None,
+        name_key: name_key(&m.name),
+    }
+}
+
+fn joined(
+    mentions: &[Loaded],
+    next: usize,
+    through: usize,
+    join: &Join,
+    canonical_id: i64,
+    texts: &HashMap<String, String>,
+) -> Placement {
+    let m = &mentions[next];
+    let evidence = join.evidence.and_then(|(start, end)| {
+        let quote = texts.get(&m.document)?.get(start..end)?.to_owned();
+        Some(Evidence {
+            revision_id: m.revision_id,
+            start: i32::try_from(start).ok()?,
+            end: i32::try_from(end).ok()?,
+            quote,
+        })
+    });
+    Placement {
+        canonical_id,
+        rule: Resolution::of(join.rule),
+        joined_to: Some(mentions[through].id),
+        evidence,
+        name_key: name_key(&m.name),
+    }
+}
+
+fn summarize(placements: &[Placement]) -> ResolveSummary {
+    let mut summary = ResolveSummary {
+        mentions: placements.len() as u64,
+        ..ResolveSummary::default()
+    };
+    for p in placements {
+        *summary.by_rule.entry(p.rule.as_str()).or_default() += 1;
+        if p.rule == Resolution::First {
+            summary.canonical_entities += 1;
+        }
+    }
+    summary
+}
+
+/// Upsert the placements that differ from what is stored; returns how many were written.
+async fn write<'a>(
+    tx: &mut sqlx::PgConnection,
+    placements: impl Iterator<Item = (&'a Loaded, &'a Placement)>,
+) -> Result<u64> {
+    let mut cols = Columns::default();
+    for (m, p) in placements {
+        cols.entity.push(m.id);
+        cols.canonical.push(p.canonical_id);
+        cols.rule.push(p.rule.as_str());
+        cols.joined_to.push(p.joined_to);
+        cols.ev_revision
+            .push(p.evidence.as_ref().map(|e| e.revision_id));
+        cols.ev_start.push(p.evidence.as_ref().map(|e| e.start));
+        cols.ev_end.push(p.evidence.as_ref().map(|e| e.end));
+        cols.ev_quote
+            .push(p.evidence.as_ref().map(|e| e.quote.clone()));
+        cols.key.push(p.name_key.clone());
+    }
+    let written = sqlx::query(
+        "INSERT INTO entity_resolutions AS r (entity_id, canonical_id, rule, joined_to,
+             evidence_revision_id, evidence_start, evidence_end, evidence_quote, name_key,
+             rules_version)
+         SELECT u.*, $10 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[],
+             $5::bigint[], $6::int[], $7::int[], $8::text[], $9::text[]) AS u
+         ON CONFLICT (entity_id) DO UPDATE SET
+             canonical_id = EXCLUDED.canonical_id, rule = EXCLUDED.rule,
+             joined_to = EXCLUDED.joined_to,
+             evidence_revision_id = EXCLUDED.evidence_revision_id,
+             evidence_start = EXCLUDED.evidence_start, evidence_end = EXCLUDED.evidence_end,
+             evidence_quote = EXCLUDED.evidence_quote, name_key = EXCLUDED.name_key,
+             rules_version = EXCLUDED.rules_version, resolved_at = now()
+         WHERE (r.canonical_id, r.rule, r.joined_to, r.evidence_revision_id,
+                r.evidence_start, r.evidence_end, r.evidence_quote, r.name_key,
+                r.rules_version)
+               IS DISTINCT FROM
+               (EXCLUDED.canonical_id, EXCLUDED.rule, EXCLUDED.joined_to,
+                EXCLUDED.evidence_revision_id, EXCLUDED.evidence_start,
+                EXCLUDED.evidence_end, EXCLUDED.evidence_quote, EXCLUDED.name_key,
+                EXCLUDED.rules_version)",
+    )
+    .bind(&cols.entity)
+    .bind(&cols.canonical)
+    .bind(&cols.rule)
+    .bind(&cols.joined_to)
+    .bind(&cols.ev_revision)
+    .bind(&cols.ev_start)
+    .bind(&cols.ev_end)
+    .bind(&cols.ev_quote)
+    .bind(&cols.key)
+    .bind(RULES_VERSION)
+    .execute(&mut *tx)
+    .await?;
+    Ok(written.rows_affected())
+}
+
+#[derive(Default)]
+struct Columns<'a> {
+    entity: Vec<i64>,
+    canonical: Vec<i64>,
+    rule: Vec<&'a str>,
+    joined_to: Vec<Option<i64>>,
+    ev_revision: Vec<Option<i64>>,
+    ev_start: Vec<Option<i32>>,
+    ev_end: Vec<Option<i32>>,
+    ev_quote: Vec<Option<String>>,
+    key: Vec<String>,
+}

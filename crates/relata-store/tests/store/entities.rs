@@ -1,0 +1,211 @@
+//! Canonical entities in the store: the rules join what the text says is one thing, a
+//! homonym of another type stays apart, pairs follow the canonical entity, a resolve run
+//! twice changes nothing, and a person's separation moves a mention back without losing a
+//! row.
+
+use relata_store::Store;
+use relata_store::entities::Resolution;
+
+use crate::common::{TestDb, classify_version, extract_doc};
+
+/// Commit a one-chunk document `doc` with the given entities (name, type) and one claim
+/// about the first; returns (entity ids in order, claim id).
+async fn doc_with(s: &Store, doc: &str, text: &str, entities: &[(&str, &str)]) -> (Vec<i64>, i64) {
+    let subject = entities[0].0;
+    let response = serde_json::json!({
+        "entities": entities.iter().map(|(n, t)| serde_json::json!({"name": n, "type": t})).collect::<Vec<_>>(),
+        "claims": [{
+            "statement": format!("{subject} opened the office called {doc}."),
+            "quote": format!("opened the office called {doc}"),
+            "subject": subject,
+        }],
+    })
+    .to_string();
+    let (_, _, done) = extract_doc(s, doc, text, &response).await;
+    assert_eq!(done.entity_ids.len(), entities.len(), "{done:?}");
+    assert_eq!(done.claim_ids.len(), 1, "{done:?}");
+    (done.entity_ids, done.claim_ids[0])
+}
+
+async fn count(s: &Store, table: &str) -> i64 {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(format!("SELECT count(*) FROM {table}")))
+        .fetch_one(s.pool())
+        .await
+        .unwrap()
+}
+
+/// The fixture: "Alpha Corporation, more commonly known as Alphaco" in one document,
+/// "Alphaco" and "Alpha Corporation" alone in two others, and a person called
+/// "Alpha Corporation" (a homonym of another type) in a fourth.
+struct World {
+    a: (Vec<i64>, i64),
+    b: (Vec<i64>, i64),
+    c: (Vec<i64>, i64),
+    p: (Vec<i64>, i64),
+}
+
+async fn world(s: &Store) -> World {
+    let a = doc_with(
+        s,
+        "a1",
+        "Alpha Corporation, more commonly known as Alphaco, opened the office called a1 in the city.",
+        &[("Alpha Corporation", "organization"), ("Alphaco", "organization")],
+    )
+    .await;
+    let b = doc_with(
+        s,
+        "b1",
+        "Alphaco opened the office called b1 in the city.",
+        &[("Alphaco", "organization")],
+    )
+    .await;
+    let c = doc_with(
+        s,
+        "c1",
+        "Alpha Corporation opened the office called c1 in the city.",
+        &[("Alpha Corporation", "organization")],
+    )
+    .await;
+    let p = doc_with(
+        s,
+        "p1",
+        "Alpha Corporation opened the office called p1 in the city.",
+        &[("Alpha Corporation", "person")],
+    )
+    .await;
+    World { a, b, c, p }
+}
+
+#[tokio::test]
+async fn the_text_joins_aliases_types_keep_homonyms_apart_and_pairs_follow() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let v = classify_version();
+    let w = world(s).await;
+
+    // Before resolution pairs go by the subject's name only: Alphaco's claim has no
+    // partner, the person's claim pairs with the companies'.
+    assert!(s.candidate_pairs(&[w.b.1], 8, &v).await.unwrap().is_empty());
+    assert_eq!(s.candidate_pairs(&[w.p.1], 8, &v).await.unwrap().len(), 2);
+
+    let summary = s.resolve_entities().await.unwrap();
+    assert_eq!(summary.mentions, 5);
+    assert_eq!(summary.canonical_entities, 2, "{summary:?}");
+    assert_eq!(summary.by_rule.get("alias_in_text"), Some(&1));
+    assert_eq!(summary.by_rule.get("same_name"), Some(&2));
+    assert_eq!(summary.changed, 5);
+
+    let entities = s.canonical_entities(None).await.unwrap();
+    let company = &entities[0];
+    assert_eq!(company.id, w.a.0[0], "{entities:#?}");
+    assert_eq!(company.names, ["Alpha Corporation", "Alphaco"]);
+    assert_eq!(company.documents, 3);
+    assert_eq!(company.claims, 3);
+    let alias = company
+        .mentions
+        .iter()
+        .find(|m| m.entity_id == w.a.0[1])
+        .unwrap();
+    assert_eq!(alias.rule, Resolution::AliasInText);
+    assert_eq!(alias.joined_to, Some(w.a.0[0]));
+    let evidence = alias.evidence.as_ref().expect("the text's own bytes");
+    assert_eq!(
+        evidence.quote,
+        "Alpha Corporation, more commonly known as Alphaco"
+    );
+    assert_eq!((evidence.start, evidence.end), (0, 49));
+    let person = entities.iter().find(|e| e.entity_type == "person").unwrap();
+    assert_eq!(person.id, w.p.0[0]);
+    assert_eq!(person.mentions.len(), 1);
+
+    // Pairs now follow the entity: Alphaco's claim pairs with both company claims, the
+    // person's with none.
+    let pairs = s.candidate_pairs(&[w.b.1], 8, &v).await.unwrap();
+    let partners: Vec<i64> = pairs.iter().map(|&(x, y)| x + y - w.b.1).collect();
+    assert_eq!(partners.len(), 2, "{pairs:?}");
+    assert!(partners.contains(&w.a.1) && partners.contains(&w.c.1));
+    assert!(s.candidate_pairs(&[w.p.1], 8, &v).await.unwrap().is_empty());
+
+    // Again: nothing changes.
+    let again = s.resolve_entities().await.unwrap();
+    assert_eq!(again.changed, 0, "{again:?}");
+    assert_eq!(again.canonical_entities, 2);
+}
+
+#[tokio::test]
+async fn a_separation_moves_a_mention_back_without_losing_a_row() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let v = classify_version();
+    let w = world(s).await;
+    s.resolve_entities().await.unwrap();
+    let before = [
+        count(s, "entities").await,
+        count(s, "claims").await,
+        count(s, "entity_resolutions").await,
+    ];
+
+    // Refused: no reviewer, no reason, itself, an unknown entity.
+    let c = w.c.0[0];
+    let first = w.a.0[0];
+    assert!(s.separate_entities(c, first, " ", "why").await.is_err());
+    assert!(s.separate_entities(c, first, "Ada", "").await.is_err());
+    assert!(s.separate_entities(c, c, "Ada", "why").await.is_err());
+    assert!(s.separate_entities(c, 999_999, "Ada", "why").await.is_err());
+    assert_eq!(count(s, "entity_separations").await, 0);
+
+    s.separate_entities(c, first, "Ada", "another company of that name")
+        .await
+        .unwrap();
+    let summary = s.resolve_entities().await.unwrap();
+    assert_eq!(summary.canonical_entities, 3, "{summary:?}");
+    assert_eq!(summary.kept_apart, 1);
+    assert_eq!(summary.changed, 1);
+    let entities = s.canonical_entities(Some("alpha corp")).await.unwrap();
+    let alone = entities.iter().find(|e| e.id == c).expect("its own entity");
+    assert_eq!(alone.mentions.len(), 1);
+    assert_eq!(alone.mentions[0].rule, Resolution::First);
+    let company = entities.iter().find(|e| e.id == first).unwrap();
+    assert_eq!(company.mentions.len(), 3);
+    assert_eq!(
+        [
+            count(s, "entities").await,
+            count(s, "claims").await,
+            count(s, "entity_resolutions").await,
+        ],
+        before
+    );
+    // Its claim no longer pairs with the company's, though the names match.
+    let pairs = s.candidate_pairs(&[w.c.1], 8, &v).await.unwrap();
+    assert!(pairs.is_empty(), "{pairs:?}");
+    assert_eq!(s.resolve_entities().await.unwrap().changed, 0);
+}
+
+#[tokio::test]
+async fn a_new_document_resolves_beside_its_commit_as_a_full_resolve_would() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let w = world(s).await;
+    assert_eq!(s.resolve_new_entities().await.unwrap(), 5);
+    assert_eq!(s.resolve_new_entities().await.unwrap(), 0);
+    let (e, _) = doc_with(
+        s,
+        "e1",
+        "Alphaco opened the office called e1 in the city.",
+        &[("Alphaco", "organization")],
+    )
+    .await;
+    assert_eq!(s.resolve_new_entities().await.unwrap(), 1);
+    let entities = s.canonical_entities(None).await.unwrap();
+    let company = entities.iter().find(|x| x.id == w.a.0[0]).unwrap();
+    let new = company
+        .mentions
+        .iter()
+        .find(|m| m.entity_id == e[0])
+        .expect("joined the company");
+    assert_eq!(new.rule, Resolution::SameName);
+    assert_eq!(new.joined_to, Some(w.a.0[1]));
+    // The step beside the commit placed every mention where the full resolve does.
+    assert_eq!(s.resolve_entities().await.unwrap().changed, 0);
+    let _ = (w.b, w.c, w.p);
+}
