@@ -3,9 +3,9 @@
 //! Users point relata at OpenAI, vLLM, Ollama, llama.cpp's `llama-server`,
 //! llama-cpp-python or a hosted "OpenAI-compatible" endpoint. They differ in the one
 //! thing relata asks of them beyond chat: how structured output is requested and whether
-//! it is enforced (measured in `tests/engines/` and with the real servers, the README's
-//! provider table). `relata model probe` names the family it sees so that its remedy fits
-//! that server, never one the server would ignore.
+//! it is enforced (measured in `tests/engines/` and with the real servers, the provider
+//! table in docs/providers.md). `relata model probe` names the family it sees so that its
+//! remedy fits that server, never one the server would ignore.
 
 use crate::config::Dialect;
 

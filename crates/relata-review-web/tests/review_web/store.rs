@@ -326,8 +326,8 @@ async fn a_concurrent_burst_of_guesses_gets_no_more_than_the_limit() {
     assert_eq!(limited, 150 - auth::SIGN_IN_ATTEMPTS);
 }
 
-/// The README's remedy for a leaked token is a new one: the old token's sessions end at
-/// their next request, on every page, and can decide nothing.
+/// The remedy docs/review.md gives for a leaked token is a new one: the old token's
+/// sessions end at their next request, on every page, and can decide nothing.
 #[tokio::test]
 async fn a_reissued_token_ends_the_sessions_the_old_one_opened() {
     let db = db().await;
