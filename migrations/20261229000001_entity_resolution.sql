@@ -29,6 +29,10 @@ CREATE TABLE entity_resolutions (
     CHECK (evidence_end IS NULL OR evidence_end > evidence_start)
 );
 CREATE INDEX entity_resolutions_canonical_idx ON entity_resolutions (canonical_id);
+-- What a new mention can join beside a commit: its revision's mentions and every
+-- resolved mention of its name.
+CREATE INDEX entity_resolutions_name_key_idx ON entity_resolutions (name_key);
+CREATE INDEX entities_revision_idx ON entities (revision_id);
 
 -- A person's undo: these two mentions are not one thing. No rule joins them directly
 -- again, and re-resolution moves the claims of the one that was joined back to their own

@@ -167,9 +167,14 @@ impl Store {
         Ok(summary)
     }
 
-    /// Resolve the mentions that have no resolution yet against the store (see the
-    /// module); the step a worker takes after committing, before it pairs claims.
-    pub async fn resolve_new_entities(&self) -> Result<u64> {
+    /// Resolve the mentions `entity_ids` (those a commit just stored), and any mention of
+    /// their revisions still without a resolution, against the store (see the module):
+    /// the step a worker takes after committing, before it pairs claims. Returns how many
+    /// rows it wrote.
+    pub async fn resolve_new_entities(&self, entity_ids: &[i64]) -> Result<u64> {
+        if entity_ids.is_empty() {
+            return Ok(0);
+        }
         let mut tx = self.pool.begin().await?;
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
             .bind(lock_key("entity-resolution"))
@@ -178,11 +183,11 @@ impl Store {
         let fresh = load(
             &mut tx,
             format!(
-                "{LOAD_MENTIONS} WHERE NOT EXISTS
+                "{LOAD_MENTIONS} WHERE e.id = ANY($1) AND NOT EXISTS
                    (SELECT 1 FROM entity_resolutions r WHERE r.entity_id = e.id)
                  ORDER BY e.id"
             ),
-            None,
+            Some((entity_ids, &[])),
         )
         .await?;
         if fresh.is_empty() {
@@ -352,8 +357,11 @@ async fn load(
 ) -> Result<Vec<Loaded>> {
     // Only the module's own constant text is spliced in, never an input.
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-    if let Some((revisions, keys)) = binds {
-        query = query.bind(revisions).bind(keys);
+    if let Some((ids, keys)) = binds {
+        query = query.bind(ids);
+        if !keys.is_empty() {
+            query = query.bind(keys);
+        }
     }
     let rows = query.fetch_all(&mut *tx).await?;
     rows.iter()

@@ -186,8 +186,13 @@ async fn a_new_document_resolves_beside_its_commit_as_a_full_resolve_would() {
     let db = TestDb::new().await;
     let s = &db.store;
     let w = world(s).await;
-    assert_eq!(s.resolve_new_entities().await.unwrap(), 5);
-    assert_eq!(s.resolve_new_entities().await.unwrap(), 0);
+    let all: Vec<i64> = [&w.a.0, &w.b.0, &w.c.0, &w.p.0]
+        .into_iter()
+        .flatten()
+        .copied()
+        .collect();
+    assert_eq!(s.resolve_new_entities(&all).await.unwrap(), 5);
+    assert_eq!(s.resolve_new_entities(&all).await.unwrap(), 0);
     let (e, _) = doc_with(
         s,
         "e1",
@@ -195,7 +200,7 @@ async fn a_new_document_resolves_beside_its_commit_as_a_full_resolve_would() {
         &[("Alphaco", "organization")],
     )
     .await;
-    assert_eq!(s.resolve_new_entities().await.unwrap(), 1);
+    assert_eq!(s.resolve_new_entities(&e).await.unwrap(), 1);
     let entities = s.canonical_entities(None).await.unwrap();
     let company = entities.iter().find(|x| x.id == w.a.0[0]).unwrap();
     let new = company
@@ -207,5 +212,4 @@ async fn a_new_document_resolves_beside_its_commit_as_a_full_resolve_would() {
     assert_eq!(new.joined_to, Some(w.a.0[1]));
     // The step beside the commit placed every mention where the full resolve does.
     assert_eq!(s.resolve_entities().await.unwrap().changed, 0);
-    let _ = (w.b, w.c, w.p);
 }
