@@ -57,6 +57,20 @@ macro_rules! closed_enum {
             }
         }
 
+        impl $crate::settings::Settable for $name {
+            fn read(
+                key: &str,
+                text: &str,
+            ) -> ::std::result::Result<Self, $crate::settings::SettingError> {
+                text.trim().parse().map_err(|e: $crate::UnknownLabel| {
+                    $crate::settings::SettingError::new(key, e.to_string())
+                })
+            }
+            fn show(&self) -> String {
+                self.as_str().to_owned()
+            }
+        }
+
         impl ::serde::Serialize for $name {
             fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 s.serialize_str(self.as_str())

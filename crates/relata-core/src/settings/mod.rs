@@ -5,6 +5,14 @@
 //! when it is loaded, from either source, and never read back from a string later.
 //!
 //! A value that is present but bad is an error, never a reason to use the default.
+//!
+//! Each setting is declared once, with [`crate::settings!`] (see [`table`]): its key in the
+//! file, its variable, its type, default, bounds and help. Reading the environment,
+//! checking the bounds and the configuration reference all follow from that declaration.
+
+mod table;
+
+pub use table::{Bounds, Lookup, ReadAs, Settable, Setting};
 
 use std::fmt;
 use std::net::SocketAddr;
