@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::prompt::ExtractPrompt;
+use relata_core::settings::{Bounds, Millis, Settable, SettingError};
 
+use crate::prompt::ExtractPrompt;
 use crate::redact::ApiKey;
 
 relata_core::closed_enum! {
@@ -34,6 +35,9 @@ pub enum ConfigError {
     Missing { name: &'static str },
     #[error("{name}: {problem}")]
     Invalid { name: &'static str, problem: String },
+    /// A declared setting that cannot be read or is out of its bounds.
+    #[error(transparent)]
+    Setting(#[from] SettingError),
 }
 
 impl ModelConfig {
@@ -48,95 +52,89 @@ impl ModelConfig {
     }
 }
 
-/// The adapter's settings. Every field has an environment variable (see the crate docs);
-/// the API key has no field that serde reads: it comes from `RELATA_MODEL_API_KEY` or from
-/// the file named by `api_key_file` / `RELATA_MODEL_API_KEY_FILE`, never from a flag.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ModelConfig {
-    /// Base URL, e.g. `http://127.0.0.1:11434/v1`; requests go to `{url}/chat/completions`.
-    pub url: String,
-    /// Model name sent in every request (and part of the task version).
-    pub model: String,
-    pub dialect: Dialect,
-    /// The extraction prompt (`extract-p1` … `extract-p4`, the default); part of the task
-    /// version.
-    pub extract_prompt: ExtractPrompt,
-    /// A file holding the API key (surrounding whitespace trimmed).
-    pub api_key_file: Option<PathBuf>,
-    #[serde(skip)]
-    pub api_key: Option<ApiKey>,
-    pub connect_timeout_ms: u64,
-    /// The whole request of one attempt: connect, send, wait, read the body.
-    pub request_timeout_ms: u64,
-    /// Attempts per call, the first included (1 disables retries).
-    pub retry_max_attempts: u32,
-    /// No new attempt starts once this much time has passed since the call began; a call
-    /// therefore ends within `retry_max_elapsed_ms + request_timeout_ms`.
-    pub retry_max_elapsed_ms: u64,
-    pub retry_base_delay_ms: u64,
-    pub retry_max_delay_ms: u64,
-    /// The longest `Retry-After` honoured; a longer one is cut to this.
-    pub retry_after_cap_ms: u64,
-    /// Requests in flight towards the endpoint, per client.
-    pub max_concurrency: usize,
-    pub max_tokens: u32,
-    pub temperature: f32,
-    pub seed: Option<u64>,
-    /// Largest response body read; more is `too_large` (invalid output, not retried).
-    pub max_body_bytes: usize,
-}
+/// Upper bounds: beyond them a number is a typo, and some (a timeout of u64::MAX ms)
+/// overflow the clock arithmetic of the HTTP client and the backoff.
+const HOUR_MS: u64 = 3_600_000;
 
-impl Default for ModelConfig {
-    fn default() -> Self {
-        ModelConfig {
-            url: String::new(),
-            model: String::new(),
-            dialect: Dialect::default(),
-            extract_prompt: ExtractPrompt::default(),
-            api_key_file: None,
-            api_key: None,
-            connect_timeout_ms: 5_000,
-            request_timeout_ms: 120_000,
-            retry_max_attempts: 4,
-            retry_max_elapsed_ms: 300_000,
-            retry_base_delay_ms: 500,
-            retry_max_delay_ms: 30_000,
-            retry_after_cap_ms: 60_000,
-            max_concurrency: 4,
-            max_tokens: 1_024,
-            temperature: 0.0,
-            seed: None,
-            max_body_bytes: 4 * relata_core::contract::bounds::MAX_RESPONSE_BYTES + 16 * 1024,
-        }
+relata_core::settings! {
+    /// The adapter's settings, each with its environment variable. The API key has no
+    /// field that serde reads: it comes from `RELATA_MODEL_API_KEY` or from the file named
+    /// by `api_key_file` / `RELATA_MODEL_API_KEY_FILE`, never from a flag.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct ModelConfig in "model" {
+        pub url: String = String::new()
+            => "RELATA_MODEL_URL", Bounds::Any,
+            "OpenAI-compatible base URL (`…/v1`); requests go to `{url}/chat/completions`";
+        pub model: String = String::new()
+            => "RELATA_MODEL_NAME", Bounds::Any,
+            "model name sent with every request; part of the task version";
+        pub dialect: Dialect = Dialect::default()
+            => "RELATA_MODEL_DIALECT", Bounds::Any,
+            "how structured output is asked for";
+        pub extract_prompt: ExtractPrompt = ExtractPrompt::default()
+            => "RELATA_MODEL_EXTRACT_PROMPT", Bounds::Any,
+            "the extraction prompt; part of the task version";
+        pub api_key_file: Option<PathBuf> = None
+            => "RELATA_MODEL_API_KEY_FILE", Bounds::Any,
+            "a file holding the API key (surrounding whitespace trimmed)";
+        #[serde(skip)]
+        pub api_key: Option<ApiKey> = None
+            => env_only "RELATA_MODEL_API_KEY", Bounds::Any,
+            "the API key, sent as `Authorization: Bearer`";
+        pub connect_timeout_ms: u64 = 5_000
+            => "RELATA_MODEL_CONNECT_TIMEOUT_MS" as Millis, Bounds::Whole(1, HOUR_MS),
+            "connect timeout";
+        /// The whole request of one attempt: connect, send, wait, read the body.
+        pub request_timeout_ms: u64 = 120_000
+            => "RELATA_MODEL_REQUEST_TIMEOUT_MS" as Millis, Bounds::Whole(1, HOUR_MS),
+            "one attempt, body included";
+        /// The retry window bounds attempts before this does.
+        pub retry_max_attempts: u32 = 4
+            => "RELATA_MODEL_RETRY_MAX_ATTEMPTS", Bounds::Whole(1, 10_000),
+            "attempts per call, the first included (1: no retries)";
+        /// No new attempt starts once this much time has passed since the call began; a
+        /// call therefore ends within `retry_max_elapsed_ms + request_timeout_ms`.
+        pub retry_max_elapsed_ms: u64 = 300_000
+            => "RELATA_MODEL_RETRY_MAX_ELAPSED_MS" as Millis, Bounds::Whole(0, 24 * HOUR_MS),
+            "no attempt starts after this";
+        pub retry_base_delay_ms: u64 = 500
+            => "RELATA_MODEL_RETRY_BASE_DELAY_MS" as Millis, Bounds::Whole(0, HOUR_MS),
+            "first backoff delay (doubling, with jitter)";
+        pub retry_max_delay_ms: u64 = 30_000
+            => "RELATA_MODEL_RETRY_MAX_DELAY_MS" as Millis, Bounds::Whole(0, HOUR_MS),
+            "longest backoff delay";
+        pub retry_after_cap_ms: u64 = 60_000
+            => "RELATA_MODEL_RETRY_AFTER_CAP_MS" as Millis, Bounds::Whole(0, HOUR_MS),
+            "longest `Retry-After` honoured; a longer one is cut to this";
+        pub max_concurrency: usize = 4
+            => "RELATA_MODEL_MAX_CONCURRENCY", Bounds::Whole(1, 1024),
+            "requests in flight towards the endpoint, per client";
+        pub max_tokens: u32 = 1_024
+            => "RELATA_MODEL_MAX_TOKENS", Bounds::Whole(1, 1_000_000),
+            "`max_tokens` of every request";
+        pub temperature: f32 = 0.0
+            => "RELATA_MODEL_TEMPERATURE", Bounds::Real(0.0, 2.0),
+            "`temperature` of every request";
+        pub seed: Option<u64> = None
+            => "RELATA_MODEL_SEED", Bounds::Any,
+            "`seed` of every request, when set";
+        /// Room for a response at the gate's bound in any of the encodings a server may
+        /// choose, with its envelope.
+        pub max_body_bytes: usize = 4 * relata_core::contract::bounds::MAX_RESPONSE_BYTES + 16 * 1024
+            => "RELATA_MODEL_MAX_BODY_BYTES", Bounds::Whole(1024, 64 * 1024 * 1024),
+            "largest response body read; more is `too_large` (invalid output, not retried)";
     }
 }
 
-/// `value` typed, or an error naming `name` and saying what a good value is
-/// (`RELATA_MODEL_REQUEST_TIMEOUT_MS: "abc" is not a whole number`).
-fn parse<T: relata_core::settings::SettingValue>(
-    name: &'static str,
-    value: &str,
-) -> Result<T, ConfigError> {
-    relata_core::settings::parse(name, value).map_err(|e| ConfigError::Invalid {
-        name,
-        problem: e.problem,
-    })
-}
-
-/// `value` as one of a closed enum's labels, or an error naming `name` and listing the
-/// labels.
-fn label<T: std::str::FromStr<Err = relata_core::UnknownLabel>>(
-    name: &'static str,
-    value: &str,
-) -> Result<T, ConfigError> {
-    value
-        .trim()
-        .parse()
-        .map_err(|e: relata_core::UnknownLabel| ConfigError::Invalid {
-            name,
-            problem: e.to_string(),
-        })
+/// The key as written, whitespace trimmed; never shown, not even as a default.
+impl Settable for ApiKey {
+    fn read(_: &str, text: &str) -> Result<Self, SettingError> {
+        Ok(ApiKey::new(text.trim()))
+    }
+    fn show(&self) -> String {
+        String::new()
+    }
 }
 
 /// The base URL's shape: http(s), and not the completions route itself.
@@ -170,10 +168,7 @@ impl ModelConfig {
         self,
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<ModelConfig, ConfigError> {
-        let mut config = self.apply_env(&lookup)?;
-        config.load_api_key(&lookup)?;
-        config.validate()?;
-        Ok(config)
+        self.apply_env(lookup)?.ready()
     }
 
     /// Apply environment variables over `self`, each parsed into its type (a value that
@@ -184,93 +179,51 @@ impl ModelConfig {
         mut self,
         lookup: impl Fn(&str) -> Option<String>,
     ) -> Result<ModelConfig, ConfigError> {
-        macro_rules! num {
-            ($var:literal, $field:ident) => {
-                if let Some(v) = lookup($var) {
-                    self.$field = parse($var, &v)?;
-                }
-            };
-        }
-        macro_rules! ms {
-            ($var:literal, $field:ident) => {
-                if let Some(v) = lookup($var) {
-                    self.$field = parse::<relata_core::settings::Millis>($var, &v)?.ms();
-                }
-            };
-        }
-        if let Some(v) = lookup("RELATA_MODEL_URL") {
-            self.url = v;
-        }
+        self.read_env(&lookup)?;
         if !self.url.trim().is_empty() {
             check_url(&self.url)?;
-        }
-        if let Some(v) = lookup("RELATA_MODEL_NAME") {
-            self.model = v;
-        }
-        if let Some(v) = lookup("RELATA_MODEL_DIALECT") {
-            self.dialect = label("RELATA_MODEL_DIALECT", &v)?;
-        }
-        if let Some(v) = lookup("RELATA_MODEL_EXTRACT_PROMPT") {
-            self.extract_prompt = label("RELATA_MODEL_EXTRACT_PROMPT", &v)?;
-        }
-        if let Some(v) = lookup("RELATA_MODEL_API_KEY_FILE") {
-            self.api_key_file = Some(PathBuf::from(v));
-        }
-        ms!("RELATA_MODEL_CONNECT_TIMEOUT_MS", connect_timeout_ms);
-        ms!("RELATA_MODEL_REQUEST_TIMEOUT_MS", request_timeout_ms);
-        num!("RELATA_MODEL_RETRY_MAX_ATTEMPTS", retry_max_attempts);
-        ms!("RELATA_MODEL_RETRY_MAX_ELAPSED_MS", retry_max_elapsed_ms);
-        ms!("RELATA_MODEL_RETRY_BASE_DELAY_MS", retry_base_delay_ms);
-        ms!("RELATA_MODEL_RETRY_MAX_DELAY_MS", retry_max_delay_ms);
-        ms!("RELATA_MODEL_RETRY_AFTER_CAP_MS", retry_after_cap_ms);
-        num!("RELATA_MODEL_MAX_CONCURRENCY", max_concurrency);
-        num!("RELATA_MODEL_MAX_TOKENS", max_tokens);
-        num!("RELATA_MODEL_TEMPERATURE", temperature);
-        num!("RELATA_MODEL_MAX_BODY_BYTES", max_body_bytes);
-        if let Some(v) = lookup("RELATA_MODEL_SEED") {
-            self.seed = if v.trim().is_empty() {
-                None
-            } else {
-                Some(parse("RELATA_MODEL_SEED", &v)?)
-            };
         }
         Ok(self)
     }
 
-    /// The API key from `RELATA_MODEL_API_KEY` or the key file, if either is set.
-    fn load_api_key(&mut self, lookup: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
-        let env_key = lookup("RELATA_MODEL_API_KEY").filter(|k| !k.trim().is_empty());
-        match (env_key, &self.api_key_file) {
-            (Some(_), Some(_)) => {
-                return Err(ConfigError::Invalid {
-                    name: "RELATA_MODEL_API_KEY",
-                    problem:
-                        "set either RELATA_MODEL_API_KEY or RELATA_MODEL_API_KEY_FILE, not both"
-                            .into(),
-                });
-            }
-            (Some(k), None) => self.api_key = Some(ApiKey::new(k.trim())),
-            (None, Some(path)) => {
-                // The error names the file and the IO failure, never the contents.
-                let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Invalid {
-                    name: "RELATA_MODEL_API_KEY_FILE",
-                    problem: format!(
-                        "cannot read the API key file {}: {}; create it, or point RELATA_MODEL_API_KEY_FILE (or api_key_file under [model] in the config file) at the file that holds the key",
-                        path.display(),
-                        e.kind()
-                    ),
-                })?;
-                let key = text.trim();
-                if key.is_empty() {
-                    return Err(ConfigError::Invalid {
-                        name: "RELATA_MODEL_API_KEY_FILE",
-                        problem: format!("{} is empty", path.display()),
-                    });
-                }
-                self.api_key = Some(ApiKey::new(key));
-            }
-            (None, None) => {}
+    /// A configuration whose environment is already applied ([`ModelConfig::apply_env`]),
+    /// with its API key file read and every setting validated: what a model call needs.
+    pub fn ready(mut self) -> Result<ModelConfig, ConfigError> {
+        self.load_api_key()?;
+        self.validate()?;
+        Ok(self)
+    }
+
+    /// The API key from the key file, if one is named; refused beside a key from
+    /// `RELATA_MODEL_API_KEY`.
+    fn load_api_key(&mut self) -> Result<(), ConfigError> {
+        let Some(path) = &self.api_key_file else {
+            return Ok(());
+        };
+        if self.api_key.is_some() {
+            return Err(ConfigError::Invalid {
+                name: "RELATA_MODEL_API_KEY",
+                problem: "set either RELATA_MODEL_API_KEY or RELATA_MODEL_API_KEY_FILE, not both"
+                    .into(),
+            });
         }
+        // The error names the file and the IO failure, never the contents.
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError::Invalid {
+            name: "RELATA_MODEL_API_KEY_FILE",
+            problem: format!(
+                "cannot read the API key file {}: {}; create it, or point RELATA_MODEL_API_KEY_FILE (or api_key_file under [model] in the config file) at the file that holds the key",
+                path.display(),
+                e.kind()
+            ),
+        })?;
+        let key = text.trim();
+        if key.is_empty() {
+            return Err(ConfigError::Invalid {
+                name: "RELATA_MODEL_API_KEY_FILE",
+                problem: format!("{} is empty", path.display()),
+            });
+        }
+        self.api_key = Some(ApiKey::new(key));
         Ok(())
     }
 
@@ -293,100 +246,15 @@ impl ModelConfig {
                 name: "RELATA_MODEL_NAME",
             });
         }
-        if self.connect_timeout_ms == 0 {
-            return invalid("RELATA_MODEL_CONNECT_TIMEOUT_MS", "must be positive");
-        }
-        if self.request_timeout_ms == 0 {
-            return invalid("RELATA_MODEL_REQUEST_TIMEOUT_MS", "must be positive");
-        }
-        if self.retry_max_attempts == 0 {
-            return invalid(
-                "RELATA_MODEL_RETRY_MAX_ATTEMPTS",
-                "must be at least 1 (1 = no retries)",
-            );
-        }
+        self.check_bounds()?;
         if self.retry_max_delay_ms < self.retry_base_delay_ms {
             return invalid(
                 "RELATA_MODEL_RETRY_MAX_DELAY_MS",
                 "must not be below RELATA_MODEL_RETRY_BASE_DELAY_MS",
             );
         }
-        if self.max_concurrency == 0 {
-            return invalid("RELATA_MODEL_MAX_CONCURRENCY", "must be at least 1");
-        }
-        if self.max_tokens == 0 {
-            return invalid("RELATA_MODEL_MAX_TOKENS", "must be at least 1");
-        }
         if let Some(problem) = self.extract_prompt.refusal(self.dialect) {
             return invalid("RELATA_MODEL_EXTRACT_PROMPT", problem);
-        }
-        if !(0.0..=2.0).contains(&self.temperature) {
-            return invalid("RELATA_MODEL_TEMPERATURE", "must be between 0 and 2");
-        }
-        if self.max_body_bytes < 1024 {
-            return invalid("RELATA_MODEL_MAX_BODY_BYTES", "must be at least 1024");
-        }
-        // Upper bounds: beyond them a number is a typo, and some (a timeout of u64::MAX
-        // ms) overflow the clock arithmetic of the HTTP client and the backoff.
-        const HOUR_MS: u64 = 3_600_000;
-        for (name, v, max) in [
-            (
-                "RELATA_MODEL_CONNECT_TIMEOUT_MS",
-                self.connect_timeout_ms,
-                HOUR_MS,
-            ),
-            (
-                "RELATA_MODEL_REQUEST_TIMEOUT_MS",
-                self.request_timeout_ms,
-                HOUR_MS,
-            ),
-            (
-                "RELATA_MODEL_RETRY_MAX_ATTEMPTS",
-                u64::from(self.retry_max_attempts),
-                10_000,
-            ),
-            (
-                "RELATA_MODEL_RETRY_MAX_ELAPSED_MS",
-                self.retry_max_elapsed_ms,
-                24 * HOUR_MS,
-            ),
-            (
-                "RELATA_MODEL_RETRY_BASE_DELAY_MS",
-                self.retry_base_delay_ms,
-                HOUR_MS,
-            ),
-            (
-                "RELATA_MODEL_RETRY_MAX_DELAY_MS",
-                self.retry_max_delay_ms,
-                HOUR_MS,
-            ),
-            (
-                "RELATA_MODEL_RETRY_AFTER_CAP_MS",
-                self.retry_after_cap_ms,
-                HOUR_MS,
-            ),
-            (
-                "RELATA_MODEL_MAX_CONCURRENCY",
-                self.max_concurrency as u64,
-                1024,
-            ),
-            (
-                "RELATA_MODEL_MAX_TOKENS",
-                u64::from(self.max_tokens),
-                1_000_000,
-            ),
-            (
-                "RELATA_MODEL_MAX_BODY_BYTES",
-                self.max_body_bytes as u64,
-                64 * 1024 * 1024,
-            ),
-        ] {
-            if v > max {
-                return Err(ConfigError::Invalid {
-                    name,
-                    problem: format!("must be at most {max}, not {v}"),
-                });
-            }
         }
         Ok(())
     }
@@ -443,7 +311,7 @@ mod tests {
                 ]))
                 .unwrap_err()
                 .to_string();
-            assert!(e.contains(name) && e.contains("at most"), "{e}");
+            assert!(e.contains(name) && e.contains("between"), "{e}");
         }
     }
 

@@ -79,32 +79,16 @@
 //!
 //! # Configuration
 //!
-//! [`ModelConfig`] is plain serde data (unknown fields rejected) with these environment
-//! variables applied on top by [`ModelConfig::from_env`] / [`ModelConfig::with_env`]:
-//!
-//! | variable | default | meaning |
-//! |---|---|---|
-//! | `RELATA_MODEL_URL` | required | base URL, e.g. `http://127.0.0.1:11434/v1`; requests go to `{url}/chat/completions` |
-//! | `RELATA_MODEL_NAME` | required | model name sent with every request |
-//! | `RELATA_MODEL_DIALECT` | `json_schema` | `json_schema`, `json_object_schema` or `none` |
-//! | `RELATA_MODEL_API_KEY` | none | the API key (sent as `Authorization: Bearer`) |
-//! | `RELATA_MODEL_API_KEY_FILE` | none | a file holding the key (not both) |
-//! | `RELATA_MODEL_CONNECT_TIMEOUT_MS` | 5000 | connect timeout |
-//! | `RELATA_MODEL_REQUEST_TIMEOUT_MS` | 120000 | one attempt, body included |
-//! | `RELATA_MODEL_RETRY_MAX_ATTEMPTS` | 4 | attempts per call, the first included |
-//! | `RELATA_MODEL_RETRY_MAX_ELAPSED_MS` | 300000 | no attempt starts after this; a call ends within this plus one request timeout |
-//! | `RELATA_MODEL_RETRY_BASE_DELAY_MS` | 500 | first backoff delay (doubling, with jitter) |
-//! | `RELATA_MODEL_RETRY_MAX_DELAY_MS` | 30000 | longest backoff delay |
-//! | `RELATA_MODEL_RETRY_AFTER_CAP_MS` | 60000 | longest `Retry-After` honoured |
-//! | `RELATA_MODEL_MAX_CONCURRENCY` | 4 | requests in flight per client |
-//! | `RELATA_MODEL_MAX_TOKENS` | 1024 | `max_tokens` |
-//! | `RELATA_MODEL_TEMPERATURE` | 0 | `temperature` |
-//! | `RELATA_MODEL_SEED` | unset | `seed`, when set |
-//! | `RELATA_MODEL_MAX_BODY_BYTES` | 278528 | response body bound; more is `too_large` |
+//! [`ModelConfig`] is plain serde data (unknown fields rejected) with environment variables
+//! (`RELATA_MODEL_*`) applied on top by [`ModelConfig::from_env`] /
+//! [`ModelConfig::with_env`]. Each setting is declared once, in `ModelConfig`'s
+//! [`relata_core::settings!`] block: its key, variable, default, bounds and help. The
+//! reference table, with every default and range, is the repository's
+//! `docs/configuration.md`, which a test holds to that declaration.
 //!
 //! Every number has an upper bound (timeouts and delays one hour, the retry window a day,
-//! 10,000 attempts (the retry window bounds them first), 1024 in flight, 1,000,000 tokens, 64 MiB of body); past it the setting is
-//! refused by name.
+//! 10,000 attempts (the retry window bounds them first), 1024 in flight, 1,000,000
+//! tokens, 64 MiB of body); past it the setting is refused by name.
 //!
 //! # Secrets
 //!
