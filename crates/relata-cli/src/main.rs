@@ -180,27 +180,26 @@ fn init_tracing() -> anyhow::Result<()> {
     // lapin logs its own failures as Rust debug dumps (`method=Close { reply_code: … }`);
     // relata reports each of them once, in words, so lapin is silent unless a filter
     // names it (`RELATA_LOG=info,lapin=debug`).
-    let filter = match std::env::var("RELATA_LOG") {
-        Ok(v) if !v.trim().is_empty() => {
-            let v = v.trim();
-            let directives = if v.contains("lapin") {
-                v.to_owned()
-            } else {
-                format!("{v},lapin=off")
-            };
-            EnvFilter::try_new(&directives).map_err(|e| {
-                anyhow::anyhow!(
-                    "RELATA_LOG={v:?} is not a log filter ({e}); use a level such as info or debug, or directives such as relata_worker=debug,info"
-                )
-            })?
-        }
-        _ => EnvFilter::new("info,lapin=off"),
+    let mut log = config::LogSettings::default();
+    log.read_env(&|k| std::env::var(k).ok())?;
+    let v = log.filter.trim();
+    let directives = if v.contains("lapin") {
+        v.to_owned()
+    } else {
+        format!("{v},lapin=off")
     };
-    let json = match std::env::var("RELATA_LOG_FORMAT") {
-        Ok(v) if v.trim() == "json" => true,
-        Ok(v) if v.trim().is_empty() || v.trim() == "text" => false,
-        Ok(v) => anyhow::bail!("RELATA_LOG_FORMAT={v:?} is not a log format: use text or json"),
-        Err(_) => false,
+    let filter = EnvFilter::try_new(&directives).map_err(|e| {
+        anyhow::anyhow!(
+            "RELATA_LOG={v:?} is not a log filter ({e}); use a level such as info or debug, or directives such as relata_worker=debug,info"
+        )
+    })?;
+    let json = match log.format.trim() {
+        "json" => true,
+        "text" => false,
+        _ => anyhow::bail!(
+            "RELATA_LOG_FORMAT={:?} is not a log format: use text or json",
+            log.format
+        ),
     };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

@@ -14,7 +14,7 @@ use std::net::SocketAddr;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use relata_core::settings::{Hours, Millis, SettingValue};
+use relata_core::settings::{Bounds, Hours, Lookup, Millis, Settable, SettingError};
 use relata_core::{Check, Task};
 use relata_model::ModelConfig;
 use relata_queue::{BrokerConfig, TopologyConfig};
@@ -81,6 +81,15 @@ macro_rules! url_setting {
                 $t($default.to_owned())
             }
         }
+        /// Shown only as a declared default, which holds no secret.
+        impl Settable for $t {
+            fn read(key: &str, text: &str) -> Result<Self, SettingError> {
+                $t::parse(text).map_err(|problem| SettingError::new(key, problem))
+            }
+            fn show(&self) -> String {
+                self.0.clone()
+            }
+        }
         impl<'de> serde::Deserialize<'de> for $t {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 let text = String::deserialize(d)?;
@@ -102,30 +111,39 @@ url_setting!(
     "an AMQP URL (amqp://user:password@host:port/vhost)"
 );
 
-#[derive(Debug, Clone, serde::Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct Config {
-    pub database_url: DatabaseUrl,
-    /// Connections in a process's PostgreSQL pool; give a worker at least its concurrency.
-    pub database_max_connections: u32,
-    pub amqp_url: AmqpUrl,
-    pub metrics_addr: SocketAddr,
-    pub model: ModelConfig,
-    pub queue: TopologyConfig,
-    pub worker: WorkerConfig,
-    pub ingest: IngestConfig,
-    /// Per-check settings, e.g. `[checks.degenerate] enabled = true, severity = "warn"`.
-    pub checks: BTreeMap<Check, CheckSetting>,
-    /// The support check's share of content words, e.g. `[support] min_share = 0.75`.
-    pub support: SupportConfig,
-    /// Per-check settings of the answer gate, e.g.
-    /// `[answer_checks.figure_in_sources] enabled = true, severity = "reject"`.
-    pub answer_checks: BTreeMap<relata_core::AnswerCheck, CheckSetting>,
-    /// The promotion policy: `[policy] rules = [{ name = "...", kind = "claim", decision =
-    /// "allow" }, ...]`; absent, the shipped defaults.
-    pub policy: PolicyConfig,
-    /// `[review] reviewers = ["Ada Lovelace"]` and the review queue's settings.
-    pub review: ReviewConfig,
+relata_core::settings! {
+    #[derive(Debug, Clone, serde::Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct Config {
+        pub database_url: DatabaseUrl = DatabaseUrl::default()
+            => "RELATA_DATABASE_URL", Bounds::Any,
+            "PostgreSQL; the password is redacted from every message";
+        pub database_max_connections: u32 = 10
+            => "RELATA_DATABASE_MAX_CONNECTIONS", Bounds::Whole(1, 1000),
+            "PostgreSQL pool size of every command (give a worker at least its concurrency)";
+        pub amqp_url: AmqpUrl = AmqpUrl::default()
+            => "RELATA_AMQP_URL", Bounds::Any,
+            "RabbitMQ; an unparsable URL is refused at start";
+        pub metrics_addr: SocketAddr = DEFAULT_METRICS_ADDR
+            => "RELATA_METRICS_ADDR", Bounds::Any,
+            "worker `/metrics`, `/healthz`, `/readyz`";
+        pub model: ModelConfig = ModelConfig::default();
+        pub queue: QueueConfig = QueueConfig::default();
+        pub worker: WorkerConfig = WorkerConfig::default();
+        pub ingest: IngestConfig = IngestConfig::default();
+        /// Per-check settings, e.g. `[checks.degenerate] enabled = true, severity = "warn"`.
+        pub checks: BTreeMap<Check, CheckSetting> = BTreeMap::new();
+        /// The support check's share of content words, e.g. `[support] min_share = 0.75`.
+        pub support: SupportConfig = SupportConfig::default();
+        /// Per-check settings of the answer gate, e.g.
+        /// `[answer_checks.figure_in_sources] enabled = true, severity = "reject"`.
+        pub answer_checks: BTreeMap<relata_core::AnswerCheck, CheckSetting> = BTreeMap::new();
+        /// The promotion policy: `[policy] rules = [{ name = "...", kind = "claim", decision =
+        /// "allow" }, ...]`; absent, the shipped defaults.
+        pub policy: PolicyConfig = PolicyConfig::default();
+        /// `[review] reviewers = ["Ada Lovelace"]` and the review queue's settings.
+        pub review: ReviewConfig = ReviewConfig::default();
+    }
 }
 
 #[derive(Debug, Clone, Default, serde::Deserialize)]
@@ -135,116 +153,110 @@ pub struct PolicyConfig {
     pub rules: Option<Vec<relata_core::Rule>>,
 }
 
-#[derive(Debug, Clone, serde::Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct ReviewConfig {
-    /// The people who may approve and reject (`RELATA_REVIEWERS`, comma-separated).
-    pub reviewers: Vec<String>,
-    /// How old the oldest pending candidate may get before `RelataReviewQueueStale`
-    /// fires (exported as `relata_review_stale_after_seconds`).
-    pub stale_after_hours: Hours,
-    /// How often a worker's promoter judges new candidates.
-    pub promote_interval_ms: Millis,
-    /// Candidates of each kind judged per sweep transaction.
-    pub promote_batch: u32,
-    /// Whether this worker runs a promoter beside its job loop. Off, its candidates wait
-    /// for another worker's promoter or `relata promote` (a fleet may keep one promoter,
-    /// and `relata-bench overhead --no-promoter` measures the pipeline without it).
-    pub promoter: bool,
-    /// Mark the review page's session cookie `Secure` (the page is reached over TLS).
-    pub secure_cookies: bool,
+relata_core::settings! {
+    #[derive(Debug, Clone, serde::Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct ReviewConfig in "review" {
+        pub reviewers: Vec<String> = Vec::new()
+            => "RELATA_REVIEWERS", Bounds::Any,
+            "the people who may approve and reject (comma-separated)";
+        /// Exported as `relata_review_stale_after_seconds`.
+        pub stale_after_hours: Hours = Hours::new(24)
+            => "RELATA_REVIEW_STALE_AFTER_HOURS", Bounds::Whole(1, 24 * 365),
+            "how old the oldest pending candidate may get before `RelataReviewQueueStale` fires";
+        pub promote_interval_ms: Millis = Millis::from_ms(2_000)
+            => "RELATA_PROMOTE_INTERVAL_MS", Bounds::Whole(10, 3_600_000),
+            "how often a worker's promoter judges new candidates";
+        pub promote_batch: u32 = 500
+            => "RELATA_PROMOTE_BATCH", Bounds::Whole(1, 10_000),
+            "candidates of each kind judged per sweep transaction";
+        /// Off, this worker's candidates wait for another worker's promoter or `relata
+        /// promote` (a fleet may keep one promoter, and `relata-bench overhead
+        /// --no-promoter` measures the pipeline without it).
+        pub promoter: bool = true
+            => "RELATA_PROMOTER", Bounds::Any,
+            "whether a worker runs a promoter beside its job loop";
+        /// Mark the review page's session cookie `Secure` (the page is reached over TLS).
+        pub secure_cookies: bool = false;
+    }
 }
 
-impl Default for ReviewConfig {
-    fn default() -> Self {
-        ReviewConfig {
-            reviewers: Vec::new(),
-            stale_after_hours: Hours::new(24),
-            promote_interval_ms: Millis::from_ms(2_000),
-            promote_batch: 500,
-            promoter: true,
-            secure_cookies: false,
+relata_core::settings! {
+    #[derive(Debug, Clone, serde::Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct SupportConfig in "support" {
+        /// Bounded again by the gate itself; declared here so the reference states it.
+        pub min_share: f64 = relata_validate::DEFAULT_MIN_SHARE
+            => "RELATA_SUPPORT_MIN_SHARE", Bounds::Share,
+            "share of a statement's ordinary content words that its quote must contain";
+    }
+}
+
+relata_core::settings! {
+    /// The broker's names and tiers as the file and the environment give them; the queue
+    /// crate's [`TopologyConfig`] owns the defaults and checks the names.
+    #[derive(Debug, Clone, serde::Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct QueueConfig in "queue" {
+        pub prefix: String = TopologyConfig::default().prefix
+            => "RELATA_QUEUE_PREFIX", Bounds::Any,
+            "queue names `{prefix}.extract`, `{prefix}.classify`, …";
+        pub delivery_limit: u32 = TopologyConfig::default().delivery_limit
+            => "RELATA_DELIVERY_LIMIT", Bounds::Whole(1, 1000),
+            "deliveries before a message is dead-lettered by the broker";
+        pub retry_delays_ms: Vec<u64> = TopologyConfig::default().retry_delays_ms
+            => "RELATA_RETRY_DELAYS_MS" as Vec<Millis>,
+            Bounds::Each { most: 10, min: 1, max: 86_400_000 },
+            "broker delay tiers for transport failures";
+    }
+}
+
+impl QueueConfig {
+    pub fn topology(&self) -> TopologyConfig {
+        TopologyConfig {
+            prefix: self.prefix.clone(),
+            delivery_limit: self.delivery_limit,
+            retry_delays_ms: self.retry_delays_ms.clone(),
         }
     }
 }
 
-#[derive(Debug, Clone, serde::Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct SupportConfig {
-    pub min_share: f64,
-}
-
-impl Default for SupportConfig {
-    fn default() -> Self {
-        SupportConfig {
-            min_share: relata_validate::DEFAULT_MIN_SHARE,
-        }
-    }
-}
-
-#[derive(Debug, Clone, serde::Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct WorkerConfig {
-    pub concurrency: u16,
-    pub shutdown_deadline_ms: Millis,
-    pub candidate_k: u32,
-    pub classify_batch: usize,
-    pub commit_retry_max_ms: Millis,
-    /// `pause` (default) or `exit` when the provider refuses the deployment.
-    pub on_provider_refusal: relata_worker::OnProviderRefusal,
-    pub provider_retry_min_ms: Millis,
-    pub provider_retry_max_ms: Millis,
-    /// How often a worker logs its one-line progress summary.
-    pub summary_interval_ms: Millis,
-}
-
-#[derive(Debug, Clone, serde::Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct IngestConfig {
-    pub max_chunk_bytes: usize,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            database_url: DatabaseUrl::default(),
-            database_max_connections: 10,
-            amqp_url: AmqpUrl::default(),
-            metrics_addr: DEFAULT_METRICS_ADDR,
-            model: ModelConfig::default(),
-            queue: TopologyConfig::default(),
-            worker: WorkerConfig::default(),
-            ingest: IngestConfig::default(),
-            checks: BTreeMap::new(),
-            support: SupportConfig::default(),
-            answer_checks: BTreeMap::new(),
-            policy: PolicyConfig::default(),
-            review: ReviewConfig::default(),
-        }
-    }
-}
-
-impl Default for WorkerConfig {
-    fn default() -> Self {
-        WorkerConfig {
-            concurrency: 4,
-            shutdown_deadline_ms: Millis::from_ms(30_000),
-            candidate_k: 5,
-            classify_batch: 10,
-            commit_retry_max_ms: Millis::from_ms(30_000),
-            on_provider_refusal: relata_worker::OnProviderRefusal::Pause,
-            provider_retry_min_ms: Millis::from_ms(10_000),
-            provider_retry_max_ms: Millis::from_ms(300_000),
-            summary_interval_ms: Millis::from_ms(60_000),
-        }
-    }
-}
-
-impl Default for IngestConfig {
-    fn default() -> Self {
-        IngestConfig {
-            max_chunk_bytes: relata_producer::chunk::DEFAULT_MAX_CHUNK_BYTES,
-        }
+relata_core::settings! {
+    #[derive(Debug, Clone, serde::Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct WorkerConfig in "worker" {
+        pub concurrency: u16 = 4
+            => "RELATA_WORKER_CONCURRENCY", Bounds::Whole(1, 1024),
+            "jobs in flight (and prefetch)";
+        pub shutdown_deadline_ms: Millis = Millis::from_ms(30_000)
+            => "RELATA_WORKER_SHUTDOWN_DEADLINE_MS", Bounds::Whole(0, 3_600_000),
+            "in-flight grace after SIGTERM";
+        pub candidate_k: u32 = 5
+            => "RELATA_CANDIDATE_K", Bounds::Whole(1, 1000),
+            "each new claim is paired with at most K claims about the same entity";
+        /// A response holds at most `MAX_RELATIONS` relations.
+        pub classify_batch: usize = 10
+            => "RELATA_CLASSIFY_BATCH",
+            Bounds::Whole(1, relata_core::contract::bounds::MAX_RELATIONS as u64),
+            "pairs per classify job";
+        pub commit_retry_max_ms: Millis = Millis::from_ms(30_000)
+            => "RELATA_COMMIT_RETRY_MAX_MS", Bounds::Whole(0, 3_600_000),
+            "how long a commit is retried while the store is down";
+        pub on_provider_refusal: relata_worker::OnProviderRefusal =
+            relata_worker::OnProviderRefusal::Pause
+            => "RELATA_WORKER_ON_PROVIDER_REFUSAL", Bounds::Any,
+            "`pause` consuming and ask again, or `exit` with code 3";
+        /// At least 1 and at most the maximum: checked with the maximum in
+        /// [`Config::worker`].
+        pub provider_retry_min_ms: Millis = Millis::from_ms(10_000)
+            => "RELATA_WORKER_PROVIDER_RETRY_MIN_MS", Bounds::Any,
+            "while paused, the provider is asked again after this, doubling";
+        pub provider_retry_max_ms: Millis = Millis::from_ms(300_000)
+            => "RELATA_WORKER_PROVIDER_RETRY_MAX_MS", Bounds::Any,
+            "the longest wait before the provider is asked again";
+        pub summary_interval_ms: Millis = Millis::from_ms(60_000)
+            => "RELATA_WORKER_SUMMARY_INTERVAL_MS", Bounds::Whole(10, 86_400_000),
+            "how often a worker logs its one-line progress summary";
     }
 }
 
@@ -252,11 +264,32 @@ impl Default for IngestConfig {
 /// model to find a claim in.
 const MIN_CHUNK_BYTES: usize = 200;
 
-fn within<T: PartialOrd + std::fmt::Display>(name: &str, v: T, lo: T, hi: T) -> Result<()> {
-    if v < lo || v > hi {
-        bail!("{name} must be between {lo} and {hi}, not {v}");
+relata_core::settings! {
+    #[derive(Debug, Clone, serde::Deserialize)]
+    #[serde(deny_unknown_fields, default)]
+    pub struct IngestConfig in "ingest" {
+        pub max_chunk_bytes: usize = relata_producer::chunk::DEFAULT_MAX_CHUNK_BYTES
+            => "RELATA_MAX_CHUNK_BYTES",
+            Bounds::Whole(
+                MIN_CHUNK_BYTES as u64,
+                relata_producer::corpus::DEFAULT_MAX_TEXT_BYTES as u64,
+            ),
+            "chunk size cap (paragraph boundaries)";
     }
-    Ok(())
+}
+
+relata_core::settings! {
+    /// The log filter and format: read from the environment alone, before the file, so
+    /// that a problem with the file is logged as asked.
+    #[derive(Debug, Clone)]
+    pub struct LogSettings env only {
+        pub filter: String = "info".to_owned()
+            => "RELATA_LOG", Bounds::Any,
+            "log filter (stderr)";
+        pub format: String = "text".to_owned()
+            => "RELATA_LOG_FORMAT", Bounds::Any,
+            "log format: `text` or `json`";
+    }
 }
 
 /// A TOML error as a sentence that names the line and the key but never quotes the line:
@@ -321,41 +354,10 @@ fn generic_toml_message(m: &str) -> String {
         "expected a table ([model])",
     )
     .replace(
-        "expected a table for TopologyConfig",
+        "expected a table for QueueConfig",
         "expected a table ([queue])",
     )
     .replace("expected a table for CheckSetting", "expected a table")
-}
-
-/// Where `RELATA_*` values come from: the process environment, or (in tests) a fixed set,
-/// so that a test of the file alone does not depend on what its runner exported.
-type Lookup<'a> = &'a dyn Fn(&str) -> Option<String>;
-
-fn env(lookup: Lookup, name: &str) -> Option<String> {
-    lookup(name).filter(|v| !v.trim().is_empty())
-}
-
-/// Set `slot` from the environment variable `name` when it is set: typed, or an error
-/// naming the variable.
-fn env_value<T: SettingValue>(lookup: Lookup, name: &str, slot: &mut T) -> Result<()> {
-    if let Some(v) = env(lookup, name) {
-        *slot = relata_core::settings::parse(name, &v)?;
-    }
-    Ok(())
-}
-
-/// Set `slot` from `name` with a parser of the value's own (a URL, an enum).
-fn env_with<T>(
-    lookup: Lookup,
-    name: &str,
-    slot: &mut T,
-    parse: impl FnOnce(&str) -> std::result::Result<T, String>,
-) -> Result<()> {
-    if let Some(v) = env(lookup, name) {
-        *slot =
-            parse(&v).map_err(|problem| relata_core::settings::SettingError::new(name, problem))?;
-    }
-    Ok(())
 }
 
 impl Config {
@@ -380,110 +382,12 @@ impl Config {
             }
             None => Config::default(),
         };
-        env_with(
-            lookup,
-            "RELATA_DATABASE_URL",
-            &mut config.database_url,
-            DatabaseUrl::parse,
-        )?;
-        env_with(
-            lookup,
-            "RELATA_AMQP_URL",
-            &mut config.amqp_url,
-            AmqpUrl::parse,
-        )?;
-        env_value(lookup, "RELATA_METRICS_ADDR", &mut config.metrics_addr)?;
-        if let Some(v) = env(lookup, "RELATA_QUEUE_PREFIX") {
-            config.queue.prefix = v;
-        }
-        if let Some(v) = env(lookup, "RELATA_RETRY_DELAYS_MS") {
-            config.queue.retry_delays_ms =
-                relata_core::settings::parse_list::<Millis>("RELATA_RETRY_DELAYS_MS", &v)?
-                    .into_iter()
-                    .map(Millis::ms)
-                    .collect();
-        }
-        env_value(
-            lookup,
-            "RELATA_DELIVERY_LIMIT",
-            &mut config.queue.delivery_limit,
-        )?;
-        env_value(
-            lookup,
-            "RELATA_DATABASE_MAX_CONNECTIONS",
-            &mut config.database_max_connections,
-        )?;
-        env_value(
-            lookup,
-            "RELATA_WORKER_CONCURRENCY",
-            &mut config.worker.concurrency,
-        )?;
-        env_value(
-            lookup,
-            "RELATA_WORKER_SHUTDOWN_DEADLINE_MS",
-            &mut config.worker.shutdown_deadline_ms,
-        )?;
-        env_value(lookup, "RELATA_CANDIDATE_K", &mut config.worker.candidate_k)?;
-        env_value(
-            lookup,
-            "RELATA_CLASSIFY_BATCH",
-            &mut config.worker.classify_batch,
-        )?;
-        env_value(
-            lookup,
-            "RELATA_COMMIT_RETRY_MAX_MS",
-            &mut config.worker.commit_retry_max_ms,
-        )?;
-        env_with(
-            lookup,
-            "RELATA_WORKER_ON_PROVIDER_REFUSAL",
-            &mut config.worker.on_provider_refusal,
-            |v| v.trim().parse().map_err(|e| format!("{e}")),
-        )?;
-        env_value(
-            lookup,
-            "RELATA_WORKER_PROVIDER_RETRY_MIN_MS",
-            &mut config.worker.provider_retry_min_ms,
-        )?;
-        env_value(
-            lookup,
-            "RELATA_WORKER_PROVIDER_RETRY_MAX_MS",
-            &mut config.worker.provider_retry_max_ms,
-        )?;
-        env_value(
-            lookup,
-            "RELATA_WORKER_SUMMARY_INTERVAL_MS",
-            &mut config.worker.summary_interval_ms,
-        )?;
-        env_value(
-            lookup,
-            "RELATA_MAX_CHUNK_BYTES",
-            &mut config.ingest.max_chunk_bytes,
-        )?;
-        env_value(
-            lookup,
-            "RELATA_SUPPORT_MIN_SHARE",
-            &mut config.support.min_share,
-        )?;
-        if let Some(v) = env(lookup, "RELATA_REVIEWERS") {
-            config.review.reviewers = v.split(',').map(|n| n.trim().to_owned()).collect();
-        }
-        env_value(
-            lookup,
-            "RELATA_REVIEW_STALE_AFTER_HOURS",
-            &mut config.review.stale_after_hours,
-        )?;
-        env_value(
-            lookup,
-            "RELATA_PROMOTE_INTERVAL_MS",
-            &mut config.review.promote_interval_ms,
-        )?;
-        env_value(
-            lookup,
-            "RELATA_PROMOTE_BATCH",
-            &mut config.review.promote_batch,
-        )?;
-        env_value(lookup, "RELATA_PROMOTER", &mut config.review.promoter)?;
+        config.read_env(lookup)?;
+        config.queue.read_env(lookup)?;
+        config.worker.read_env(lookup)?;
+        config.ingest.read_env(lookup)?;
+        config.support.read_env(lookup)?;
+        config.review.read_env(lookup)?;
         // The model's settings are typed here too, so a bad one stops every command, not
         // only those that call the model; whether the required ones are there (URL, name,
         // key) is asked by the commands that need them (`Config::model`).
@@ -491,10 +395,10 @@ impl Config {
             .model
             .apply_env(lookup)
             .context("model configuration")?;
-        config.check_bounds()?;
+        config.check_loaded_bounds()?;
         // The queue names and tiers as the broker crate will build them, so a bad prefix
         // or a repeated delay stops every command, not only those that reach the broker.
-        relata_queue::Topology::new(&config.queue).map_err(|e| {
+        relata_queue::Topology::new(&config.queue.topology()).map_err(|e| {
             anyhow::anyhow!(
                 "[queue] (RELATA_QUEUE_PREFIX, RELATA_DELIVERY_LIMIT, RELATA_RETRY_DELAYS_MS): {e}"
             )
@@ -506,78 +410,24 @@ impl Config {
         Ok(config)
     }
 
-    /// Every number a user can set, in the range that makes sense for it (also stated in
-    /// the README's configuration table). Outside it a setting is refused by name, not
-    /// clamped: a silent clamp would run something other than what was asked for.
-    fn check_bounds(&self) -> Result<()> {
-        let w = &self.worker;
-        within(
-            "RELATA_DATABASE_MAX_CONNECTIONS",
-            self.database_max_connections,
-            1,
-            1000,
-        )?;
-        within("RELATA_DELIVERY_LIMIT", self.queue.delivery_limit, 1, 1000)?;
-        if self.queue.retry_delays_ms.len() > 10 {
-            bail!("RELATA_RETRY_DELAYS_MS: at most 10 delay tiers");
-        }
-        for &ms in &self.queue.retry_delays_ms {
-            within("RELATA_RETRY_DELAYS_MS (each delay)", ms, 1, 86_400_000)?;
-        }
-        within("RELATA_WORKER_CONCURRENCY", w.concurrency, 1, 1024)?;
-        within(
-            "RELATA_WORKER_SHUTDOWN_DEADLINE_MS",
-            w.shutdown_deadline_ms.ms(),
-            0,
-            3_600_000,
-        )?;
-        within(
-            "RELATA_WORKER_SUMMARY_INTERVAL_MS",
-            w.summary_interval_ms.ms(),
-            10,
-            86_400_000,
-        )?;
-        within("RELATA_CANDIDATE_K", w.candidate_k, 1, 1000)?;
-        within(
-            "RELATA_REVIEW_STALE_AFTER_HOURS",
-            self.review.stale_after_hours.hours(),
-            1,
-            24 * 365,
-        )?;
-        within(
-            "RELATA_PROMOTE_INTERVAL_MS",
-            self.review.promote_interval_ms.ms(),
-            10,
-            3_600_000,
-        )?;
-        within("RELATA_PROMOTE_BATCH", self.review.promote_batch, 1, 10_000)?;
-        within(
-            "RELATA_CLASSIFY_BATCH",
-            w.classify_batch,
-            1,
-            relata_core::contract::bounds::MAX_RELATIONS,
-        )?;
-        within(
-            "RELATA_COMMIT_RETRY_MAX_MS",
-            w.commit_retry_max_ms.ms(),
-            0,
-            3_600_000,
-        )?;
-        within(
-            "RELATA_MAX_CHUNK_BYTES",
-            self.ingest.max_chunk_bytes,
-            MIN_CHUNK_BYTES,
-            relata_producer::corpus::DEFAULT_MAX_TEXT_BYTES,
-        )?;
-        Ok(())
+    /// Every number a user can set, in the range its declaration states (and
+    /// `docs/configuration.md` with it). Outside it a setting is refused by name, not
+    /// clamped: a silent clamp would run something other than what was asked for. The
+    /// model's bounds are checked when a command asks for the model (`Config::model`) and
+    /// `[support]`'s where the gate is built, as they always were: a command that calls
+    /// no model and judges nothing does not refuse them.
+    fn check_loaded_bounds(&self) -> Result<(), SettingError> {
+        self.check_bounds()?;
+        self.queue.check_bounds()?;
+        self.worker.check_bounds()?;
+        self.ingest.check_bounds()?;
+        self.review.check_bounds()
     }
 
-    /// The model configuration with `RELATA_MODEL_*` applied and validated.
+    /// The model configuration (`RELATA_MODEL_*` were applied when it was loaded) with its
+    /// key file read, validated.
     pub fn model(&self) -> Result<ModelConfig> {
-        self.model
-            .clone()
-            .with_env(|k| std::env::var(k).ok())
-            .context("model configuration")
+        self.model.clone().ready().context("model configuration")
     }
 
     /// The model name alone (for commands that compute task versions but call no model).
@@ -610,7 +460,7 @@ impl Config {
 
     pub fn broker(&self) -> BrokerConfig {
         BrokerConfig {
-            topology: self.queue.clone(),
+            topology: self.queue.topology(),
             ..BrokerConfig::new(self.amqp_url.to_string())
         }
     }
@@ -641,6 +491,7 @@ impl Config {
         for (check, setting) in &self.checks {
             gate.set(*check, *setting)?;
         }
+        self.support.check_bounds()?;
         gate.set_support(SupportSettings {
             min_share: self.support.min_share,
         })
@@ -679,16 +530,8 @@ impl Config {
                 "{task} is not a queued task: questions are answered by `relata ask` and `relata serve`"
             );
         }
-        if w.concurrency == 0 {
-            bail!("worker concurrency must be at least 1");
-        }
-        if w.classify_batch == 0 || w.classify_batch > relata_core::contract::bounds::MAX_RELATIONS
-        {
-            bail!(
-                "classify batch must be 1..={} (a response holds at most that many relations)",
-                relata_core::contract::bounds::MAX_RELATIONS
-            );
-        }
+        // Settings built in code reach here unchecked by `load`.
+        w.check_bounds()?;
         if w.provider_retry_min_ms.ms() == 0 || w.provider_retry_min_ms > w.provider_retry_max_ms {
             bail!(
                 "RELATA_WORKER_PROVIDER_RETRY_MIN_MS must be at least 1 and at most RELATA_WORKER_PROVIDER_RETRY_MAX_MS"
@@ -1005,7 +848,7 @@ mod tests {
         let mut config = Config::default();
         config.worker.classify_batch = 51;
         let err = config.worker(Task::Classify).unwrap_err().to_string();
-        assert!(err.contains("classify batch"), "{err}");
+        assert!(err.contains("classify_batch"), "{err}");
         config.worker.classify_batch = 10;
         config.worker.concurrency = 0;
         assert!(config.worker(Task::Extract).is_err());
