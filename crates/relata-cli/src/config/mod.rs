@@ -292,6 +292,9 @@ relata_core::settings! {
     }
 }
 
+#[cfg(test)]
+mod reference;
+
 /// A TOML error as a sentence that names the line and the key but never quotes the line:
 /// `toml`'s own message prints the offending line, and that line may be
 /// `database_url = "postgres://u:secret@…"`.
