@@ -3,6 +3,8 @@
 //! twice changes nothing, and a person's separation moves a mention back without losing a
 //! row.
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 use relata_store::Store;
 use relata_store::entities::Resolution;
 
