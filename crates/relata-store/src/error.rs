@@ -37,6 +37,14 @@ pub enum ErrorKind {
     Other,
 }
 
+impl ErrorKind {
+    /// See [`StoreError::is_retryable`]; the kind alone decides, so a caller that keeps
+    /// only the kind decides the same way.
+    pub fn is_retryable(self) -> bool {
+        matches!(self, ErrorKind::Unavailable | ErrorKind::Contention)
+    }
+}
+
 /// An error from the store.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -86,7 +94,7 @@ impl StoreError {
     /// unreachable or the transaction lost a race. Every commit is one transaction and
     /// idempotent on the job, so retrying it is always safe.
     pub fn is_retryable(&self) -> bool {
-        matches!(self.kind(), ErrorKind::Unavailable | ErrorKind::Contention)
+        self.kind().is_retryable()
     }
 
     /// The SQLSTATE of a database error, if there is one.
