@@ -167,30 +167,25 @@ impl Store {
         row.as_ref().map(job_row).transpose()
     }
 
-    /// A job and, for an extract job, its chunk, in one round trip: what a worker reads
-    /// before it calls the model. The chunk is `None` for a classify job, and for an
-    /// extract job whose chunk does not exist.
-    pub async fn job_with_chunk(
-        &self,
-        job_id: &JobId,
-    ) -> Result<Option<(JobRow, Option<ChunkRow>)>> {
+    /// An extract job and its chunk, in one round trip: what an extractor reads before it
+    /// calls the model. The chunk is joined, not optional: the jobs table's check gives
+    /// every extract job a `chunk_id` and its foreign key keeps that chunk. `None` when no
+    /// job with a chunk has this id (no job at all, or a classify job: [`Store::job`]
+    /// tells them apart).
+    pub async fn job_with_chunk(&self, job_id: &JobId) -> Result<Option<(JobRow, ChunkRow)>> {
         let row = sqlx::query(concat!(
             "SELECT ",
             job_columns!(),
             ", ",
             chunk_columns!(),
-            " FROM jobs j LEFT JOIN chunks c ON c.id = j.chunk_id WHERE j.job_id = $1"
+            " FROM jobs j JOIN chunks c ON c.id = j.chunk_id WHERE j.job_id = $1"
         ))
         .bind(job_id.as_str())
         .fetch_optional(&self.pool)
         .await?;
-        let Some(row) = row else { return Ok(None) };
-        let job = job_row(&row)?;
-        let chunk = match row.try_get::<Option<i64>, _>("c_id")? {
-            None => None,
-            Some(_) => Some(chunk_row(&row)?),
-        };
-        Ok(Some((job, chunk)))
+        row.as_ref()
+            .map(|row| Ok((job_row(row)?, chunk_row(row)?)))
+            .transpose()
     }
 
     /// Count one failed execution of a job that will be tried again (a delayed requeue
