@@ -1,7 +1,7 @@
-use relata_core::JobId;
+use relata_core::{JobId, JobInput};
 use relata_store::{CommitOutcome, DeadReason, JobState, extract_job_id};
 
-use crate::common::{TestDb, call, extract_version, ingest};
+use crate::common::{TestDb, call, extract_job, extract_version, ingest};
 
 #[tokio::test]
 async fn ensure_extract_jobs_is_idempotent_and_publishes_once() {
@@ -211,4 +211,21 @@ async fn a_call_from_another_task_version_is_refused() {
     assert_eq!(err.kind(), relata_store::ErrorKind::InvalidInput, "{err}");
     assert_eq!(s.job(&job).await.unwrap().unwrap().state, JobState::Queued);
     assert_eq!(db.count("model_calls").await, 0);
+}
+
+#[tokio::test]
+async fn an_extract_job_comes_with_its_chunk() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let up = ingest(s, "a", "First paragraph here.\n\nSecond paragraph here.").await;
+    let second = up.chunk_ids[1];
+    let id = extract_job(s, second).await;
+
+    let (job, chunk) = s.job_with_chunk(&id).await.unwrap().expect("the job");
+    assert_eq!(job.job_id, id);
+    assert_eq!(job.input, JobInput::Extract { chunk_id: second });
+    assert_eq!(chunk, s.load_chunk(second).await.unwrap());
+
+    let unknown = JobId::parse("0123456789abcdef0123456789abcdef").unwrap();
+    assert!(s.job_with_chunk(&unknown).await.unwrap().is_none());
 }
