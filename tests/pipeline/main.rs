@@ -11,6 +11,7 @@ mod answers;
 mod backfill;
 mod badinput;
 mod common;
+mod entities;
 mod faults;
 mod flow;
 mod knowledge;

@@ -1,0 +1,106 @@
+//! Pairs follow the canonical entity through the workers: a document that says "Alpha
+//! Corporation, more commonly known as Alphaco" lets a claim about "Alphaco" in another
+//! document meet a claim about "Alpha Corporation", which the subject's name alone would
+//! never pair.
+
+use std::time::Duration;
+
+use relata_core::Task;
+use relata_testkit::FakeOptions;
+
+use crate::common::{Env, corpus_path, route};
+
+const ALIAS: &str =
+    "Alpha Corporation, more commonly known as Alphaco, opened an office in Lyon in 1990.\n";
+const SHORT: &str = "Alphaco opened an office in Lyon in 1991.\n";
+
+fn options() -> FakeOptions {
+    FakeOptions {
+        models: vec!["fake-model".into()],
+        routes: vec![
+            route(
+                "Requested pairs",
+                r#"{"relations":[{"a":"C1","b":"C2","relation":"contradicts"}]}"#,
+            ),
+            route(
+                "more commonly known as",
+                r#"{"entities":[{"name":"Alpha Corporation","type":"organization"},{"name":"Alphaco","type":"organization"}],
+                    "claims":[{"statement":"Alpha Corporation opened an office in Lyon in 1990.","quote":"Alpha Corporation, more commonly known as Alphaco, opened an office in Lyon in 1990.","subject":"Alpha Corporation"}]}"#,
+            ),
+            route(
+                "in 1991",
+                r#"{"entities":[{"name":"Alphaco","type":"organization"}],
+                    "claims":[{"statement":"Alphaco opened an office in Lyon in 1991.","quote":"Alphaco opened an office in Lyon in 1991.","subject":"Alphaco"}]}"#,
+            ),
+        ],
+        ..FakeOptions::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_alias_the_text_gives_pairs_claims_across_documents() {
+    let env = Env::new(options(), vec![]).await;
+    let first = env.write_doc("alpha.txt", ALIAS);
+    // One document at a time, so the second is resolved against the first.
+    let extract = env.spawn_worker(Task::Extract);
+    let out = env.relata(&["ingest", corpus_path(&first), "--source", "wiki"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let states = env
+        .wait_for_jobs(Task::Extract, 1, Duration::from_secs(60))
+        .await;
+    assert_eq!(states.get("accepted"), Some(&1), "{states:?}");
+    let second = env.write_doc("alphaco.txt", SHORT);
+    let out = env.relata(&["ingest", corpus_path(&second), "--source", "wiki"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let states = env
+        .wait_for_jobs(Task::Extract, 2, Duration::from_secs(60))
+        .await;
+    assert_eq!(states.get("accepted"), Some(&2), "{states:?}");
+
+    // The worker placed every mention as it committed: one entity, three mentions.
+    let out = env.relata(&["entities", "list", "--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let entities = listed.as_array().unwrap();
+    assert_eq!(entities.len(), 1, "{listed}");
+    assert_eq!(
+        entities[0]["names"],
+        serde_json::json!(["Alpha Corporation", "Alphaco"])
+    );
+    assert_eq!(
+        entities[0]["mentions"].as_array().unwrap().len(),
+        3,
+        "{listed}"
+    );
+
+    // And the two claims were paired for classification through it.
+    let classify = env.spawn_worker(Task::Classify);
+    let states = env
+        .wait_for_jobs(Task::Classify, 1, Duration::from_secs(60))
+        .await;
+    assert_eq!(states.values().sum::<i64>(), 1, "{states:?}");
+    let export = env.export();
+    let relations: Vec<_> = export.iter().filter(|r| r["kind"] == "relation").collect();
+    assert_eq!(relations.len(), 1, "{export:#?}");
+    assert_eq!(relations[0]["relation"], "contradicts");
+    let claims: Vec<_> = export.iter().filter(|r| r["kind"] == "claim").collect();
+    assert_eq!(claims.len(), 2);
+    assert_eq!(
+        claims[0]["canonical_id"], claims[1]["canonical_id"],
+        "{claims:#?}"
+    );
+    // Nothing more to resolve: the full resolve agrees with what the worker did.
+    let out = env.relata(&["entities", "resolve", "--json"]);
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(summary["changed"], 0, "{summary}");
+    drop((extract, classify));
+}
