@@ -86,21 +86,27 @@ closed_enum! {
 }
 
 impl PromotionState {
-    /// The state a policy decision leads to.
-    pub const fn after_policy(d: PolicyDecision) -> PromotionState {
+    /// The state a decision in the evidence log leaves its candidate in; a candidate's
+    /// state is its latest record's. The one statement of this rule: the database's
+    /// `relata_state_after` repeats it in SQL, and a store test holds that twin to this
+    /// for every decision.
+    pub const fn after(d: EvidenceDecision) -> PromotionState {
         match d {
-            PolicyDecision::Allow => PromotionState::Promoted,
-            PolicyDecision::Review => PromotionState::Pending,
-            PolicyDecision::Deny => PromotionState::Denied,
+            EvidenceDecision::Allow | EvidenceDecision::Approve => PromotionState::Promoted,
+            EvidenceDecision::Review => PromotionState::Pending,
+            EvidenceDecision::Deny => PromotionState::Denied,
+            EvidenceDecision::Reject => PromotionState::Rejected,
         }
     }
 
+    /// The state a policy decision leads to.
+    pub fn after_policy(d: PolicyDecision) -> PromotionState {
+        PromotionState::after(d.into())
+    }
+
     /// The state a reviewer's decision leads to.
-    pub const fn after_review(d: Decision) -> PromotionState {
-        match d {
-            Decision::Approve => PromotionState::Promoted,
-            Decision::Reject => PromotionState::Rejected,
-        }
+    pub fn after_review(d: Decision) -> PromotionState {
+        PromotionState::after(d.into())
     }
 }
 
