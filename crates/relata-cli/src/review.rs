@@ -432,7 +432,7 @@ pub async fn promote(config: &Config, json: bool) -> Result<u8> {
     let mut cursor = relata_store::PromoteCursor::START;
     loop {
         let s = match store
-            .promote_pending_after(&policy, batch, true, cursor)
+            .promote_pending(&policy, relata_store::Sweep::batch(batch).after(cursor))
             .await
         {
             Ok(s) => s,

@@ -127,7 +127,10 @@ async fn judge(store: &Store, hold: bool) {
     };
     let rules: Vec<Rule> = serde_json::from_str(rules).unwrap();
     store
-        .promote_pending(&Policy::new(rules).unwrap(), 1000, true)
+        .promote_pending(
+            &Policy::new(rules).unwrap(),
+            relata_store::Sweep::batch(1000),
+        )
         .await
         .unwrap();
 }

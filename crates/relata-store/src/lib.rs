@@ -83,7 +83,7 @@ pub use normalize::normalize_name;
 pub use promotion::{
     Candidate, CandidateCount, CandidateDetail, ChainHead, Decided, DocumentHeading,
     EvidenceRecord, ParseChainHeadError, PendingSummary, PromoteCursor, PromoteSummary, Refusal,
-    RefusalReason, ReviewCandidate, ReviewFilter, VerifyProblem, VerifyReport, Via,
+    RefusalReason, ReviewCandidate, ReviewFilter, Sweep, VerifyProblem, VerifyReport, Via, Wait,
 };
 /// Dead-letter reasons are relata-core's closed set (also the queue's header and label).
 pub use relata_core::DeadReason;

@@ -26,7 +26,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use relata_core::{Policy, PolicyDecision, RowKind};
-use relata_store::{Candidate, PendingSummary, PromoteCursor, Store};
+use relata_store::{Candidate, PendingSummary, PromoteCursor, Store, Wait};
 use tokio::sync::mpsc;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -381,7 +381,7 @@ impl Promoter {
     }
 
     /// One sweep over the candidates above `from` and at most `upto`: judge full batches
-    /// until one drains what was there (or, unless `wait`, another promoter holds the
+    /// until one drains what was there (or, with [`Wait::SkipIfBusy`], another promoter holds the
     /// chain), then refresh the gauges. Returns the decisions recorded and how far the
     /// pass read.
     ///
@@ -391,7 +391,7 @@ impl Promoter {
     /// lock and its commit for a few dozen rows (BENCHMARKS.md §1b, series 17).
     pub async fn pass(
         &self,
-        wait: bool,
+        wait: Wait,
         from: PromoteCursor,
         upto: PromoteCursor,
     ) -> Result<(u64, PromoteCursor), relata_store::StoreError> {
@@ -400,7 +400,13 @@ impl Promoter {
         loop {
             let s = self
                 .store
-                .promote_pending_between(&self.policy, self.settings.batch, wait, cursor, upto)
+                .promote_pending(
+                    &self.policy,
+                    relata_store::Sweep::batch(self.settings.batch)
+                        .wait(wait)
+                        .after(cursor)
+                        .upto(upto),
+                )
                 .await?;
             cursor = s.reached;
             self.decided(&s, JudgedFrom::Sweep);
@@ -427,7 +433,7 @@ impl Promoter {
         upto: PromoteCursor,
     ) -> Result<(PromoteCursor, u64), relata_store::StoreError> {
         let handed = self.judge_handed().await?;
-        let (swept, reached) = self.pass(false, from, upto).await?;
+        let (swept, reached) = self.pass(Wait::SkipIfBusy, from, upto).await?;
         Ok((reached, handed + swept))
     }
 
@@ -475,7 +481,7 @@ impl Promoter {
         // candidate any earlier sweep went by is judged too.
         let last = async {
             self.judge_handed().await?;
-            self.pass(true, PromoteCursor::START, PromoteCursor::END)
+            self.pass(Wait::Block, PromoteCursor::START, PromoteCursor::END)
                 .await
         };
         match tokio::time::timeout(final_deadline, last).await {

@@ -116,7 +116,10 @@ pub async fn hold_claims(store: &Store) {
         rule("relations", RowKind::Relation, PolicyDecision::Allow),
     ])
     .unwrap();
-    store.promote_pending(&policy, 1000, true).await.unwrap();
+    store
+        .promote_pending(&policy, relata_store::Sweep::batch(1000))
+        .await
+        .unwrap();
 }
 
 pub fn claim(id: i64) -> CandidateId {

@@ -2,8 +2,6 @@
 
 use chrono::{DateTime, Utc};
 use relata_core::{CandidateFacts, CandidateId, EntityType, RelationKind, RowKind, Warning};
-use sqlx::Row;
-use sqlx::postgres::PgRow;
 
 use crate::error::{Result, StoreError};
 use crate::parse_label;
@@ -11,7 +9,7 @@ use crate::parse_label;
 /// it committed (never the model's word), the hash of the row's canonical content and its
 /// provenance. Only the store builds one: from the rows a commit has just written
 /// ([`Committed::candidates`](crate::Committed::candidates), the worker's path) or from
-/// the rows a sweep reads back ([`Store::promote_pending`]). Both give the same value for
+/// the rows a sweep reads back ([`Store::promote_pending`](crate::Store::promote_pending)). Both give the same value for
 /// the same row (a test compares them), so a decision never depends on which path judged.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Candidate {
@@ -40,8 +38,8 @@ impl Candidate {
 // `relata_provenance_complete`, one definition for every kind), the job's task version —
 // which `CallFacts::read` looks up once per batch for each distinct document, call and
 // job instead of joining them to every row (a job writes ten rows and more).
-// Each query selects: id, call id, job id, document id, entity type, revision id,
-// proposed at (a claim's own time; an entity's is its call's), candidate sha256.
+// Each query selects the columns of `CallRowRead` (proposed at: a claim's own time; an
+// entity's is its call's).
 //
 // Which rows are not yet judged is found by `unjudged_ids`, not by an anti join here:
 // with statistics taken while `promotions` was nearly empty (it grows by thousands of
@@ -51,14 +49,14 @@ impl Candidate {
 // row above the cursor before sorting. Three plain index look-ups cannot go that way.
 const ENTITY_ROWS: &str = "
     SELECT e.id, e.call_id, e.job_id, e.document_id, e.entity_type, e.revision_id,
-           NULL::timestamptz, relata_entity_sha256(e)
+           NULL::timestamptz AS proposed_at, relata_entity_sha256(e) AS sha256
     FROM entities e
     WHERE e.id = ANY($1)
     ORDER BY e.id";
 
 const CLAIM_ROWS: &str = "
-    SELECT c.id, c.call_id, c.job_id, c.document_id, NULL::text, c.revision_id,
-           c.created_at, relata_claim_sha256(c)
+    SELECT c.id, c.call_id, c.job_id, c.document_id, NULL::text AS entity_type,
+           c.revision_id, c.created_at AS proposed_at, relata_claim_sha256(c) AS sha256
     FROM claims c
     WHERE c.id = ANY($1)
     ORDER BY c.id";
@@ -66,15 +64,14 @@ const CLAIM_ROWS: &str = "
 // A relation comes from two claims (and their documents) and its own call; where it came
 // from — its sources, revisions and proposal time — is `relata_candidate_origin`, the one
 // definition review listings show too (no row when a claim or document is gone: the
-// relation stays unjudged). Selects: id, call id (null when the call is not on record),
-// provenance complete, task version, warnings, entity type, relation, sources, revision
-// ids, proposed at, candidate sha256.
+// relation stays unjudged). Selects the columns of `RelationRow`.
 const UNJUDGED_RELATIONS: &str = "
-    SELECT x.id, m.id, relata_provenance_complete(m),
-           x.task_version_fingerprint,
-           ARRAY(SELECT w.warning FROM warnings w WHERE w.relation_id = x.id ORDER BY w.id),
-           NULL::text, x.relation, o.sources, o.revision_ids,
-           coalesce(o.proposed_at, now()), relata_relation_sha256(x)
+    SELECT x.id, m.id AS call_id, relata_provenance_complete(m) AS has_provenance,
+           x.task_version_fingerprint AS task_version,
+           ARRAY(SELECT w.warning FROM warnings w WHERE w.relation_id = x.id ORDER BY w.id)
+               AS warnings,
+           NULL::text AS entity_type, x.relation, o.sources, o.revision_ids,
+           coalesce(o.proposed_at, now()) AS proposed_at, relata_relation_sha256(x) AS sha256
     FROM claim_relations x
     CROSS JOIN LATERAL relata_candidate_origin('relation', x.id) o
     LEFT JOIN model_calls m ON m.id = x.call_id
@@ -100,7 +97,7 @@ pub(super) const CANDIDATE_READS: [(RowKind, &str, RowsOf); 3] = [
         "SELECT id FROM entities WHERE id > $1 AND id <= $3 ORDER BY id LIMIT $2",
         RowsOf::Call {
             rows: ENTITY_ROWS,
-            warnings: "SELECT entity_id, warning FROM warnings
+            warnings: "SELECT entity_id AS id, warning FROM warnings
                        WHERE entity_id >= $1 AND entity_id <= $2 ORDER BY entity_id, id",
         },
     ),
@@ -109,7 +106,7 @@ pub(super) const CANDIDATE_READS: [(RowKind, &str, RowsOf); 3] = [
         "SELECT id FROM claims WHERE id > $1 AND id <= $3 ORDER BY id LIMIT $2",
         RowsOf::Call {
             rows: CLAIM_ROWS,
-            warnings: "SELECT claim_id, warning FROM warnings
+            warnings: "SELECT claim_id AS id, warning FROM warnings
                        WHERE claim_id >= $1 AND claim_id <= $2 ORDER BY claim_id, id",
         },
     ),
@@ -119,6 +116,26 @@ pub(super) const CANDIDATE_READS: [(RowKind, &str, RowsOf); 3] = [
         RowsOf::Relation(UNJUDGED_RELATIONS),
     ),
 ];
+
+/// An entity's or claim's columns as `ENTITY_ROWS` and `CLAIM_ROWS` read them.
+#[derive(sqlx::FromRow)]
+struct CallRowRead {
+    id: i64,
+    call_id: i64,
+    job_id: String,
+    document_id: i64,
+    entity_type: Option<String>,
+    revision_id: i64,
+    proposed_at: Option<DateTime<Utc>>,
+    sha256: Option<String>,
+}
+
+/// One warning of a candidate, as a kind's warnings query reads it.
+#[derive(sqlx::FromRow)]
+struct WarningRow {
+    id: i64,
+    warning: String,
+}
 
 /// An entity or claim as read, before the facts of its call are joined to it.
 struct CallRow {
@@ -147,31 +164,32 @@ async fn call_rows(
         return Ok(Vec::new());
     };
     let mut by_id: std::collections::HashMap<i64, Vec<String>> = std::collections::HashMap::new();
-    for r in sqlx::query(warnings)
+    for w in sqlx::query_as::<_, WarningRow>(warnings)
         .bind(first)
         .bind(last)
         .fetch_all(&mut *tx)
         .await?
     {
-        by_id.entry(r.try_get(0)?).or_default().push(r.try_get(1)?);
+        by_id.entry(w.id).or_default().push(w.warning);
     }
-    let read = sqlx::query(rows).bind(ids).fetch_all(&mut *tx).await?;
-    read.iter()
-        .map(|r| {
-            let id: i64 = r.try_get(0)?;
-            Ok(CallRow {
-                id: CandidateId { kind, id },
-                call_id: r.try_get(1)?,
-                job_id: r.try_get(2)?,
-                document_id: r.try_get(3)?,
-                entity_type: r.try_get(4)?,
-                revision_id: r.try_get(5)?,
-                proposed_at: r.try_get(6)?,
-                sha256: r.try_get(7)?,
-                warnings: by_id.remove(&id).unwrap_or_default(),
-            })
+    let read = sqlx::query_as::<_, CallRowRead>(rows)
+        .bind(ids)
+        .fetch_all(&mut *tx)
+        .await?;
+    Ok(read
+        .into_iter()
+        .map(|r| CallRow {
+            id: CandidateId { kind, id: r.id },
+            call_id: r.call_id,
+            job_id: r.job_id,
+            document_id: r.document_id,
+            entity_type: r.entity_type,
+            revision_id: r.revision_id,
+            proposed_at: r.proposed_at,
+            sha256: r.sha256,
+            warnings: by_id.remove(&r.id).unwrap_or_default(),
         })
-        .collect()
+        .collect())
 }
 
 /// What a batch's entity and claim rows share with the other rows of their call, read
@@ -276,36 +294,46 @@ fn hashed(id: CandidateId, sha256: Option<String>) -> Result<String> {
     sha256.ok_or_else(|| StoreError::Invariant(format!("candidate {id} was read without its hash")))
 }
 
-/// A relation as [`UNJUDGED_RELATIONS`] reads it.
-fn relation_candidate(r: &PgRow) -> Result<Candidate> {
-    let warnings: Vec<String> = r.try_get(4)?;
-    let entity_type: Option<String> = r.try_get(5)?;
-    let relation: Option<String> = r.try_get(6)?;
-    let call_id: Option<i64> = r.try_get(1)?;
-    let has_provenance: Option<bool> = r.try_get(2)?;
+/// A relation's columns as [`UNJUDGED_RELATIONS`] reads them.
+#[derive(sqlx::FromRow)]
+struct RelationRow {
+    id: i64,
+    /// Null when the call is not on record.
+    call_id: Option<i64>,
+    has_provenance: Option<bool>,
+    task_version: String,
+    warnings: Vec<String>,
+    entity_type: Option<String>,
+    relation: Option<String>,
+    sources: Vec<String>,
+    revision_ids: Vec<i64>,
+    proposed_at: DateTime<Utc>,
+    sha256: Option<String>,
+}
+
+/// A relation as the policy judges it.
+fn relation_candidate(r: RelationRow) -> Result<Candidate> {
     let kind = RowKind::Relation;
-    let id = CandidateId {
-        kind,
-        id: r.try_get(0)?,
-    };
+    let id = CandidateId { kind, id: r.id };
     Ok(Candidate {
         id,
         facts: CandidateFacts {
             kind,
-            warnings: warnings
+            warnings: r
+                .warnings
                 .into_iter()
                 .map(parse_label::<Warning>)
                 .collect::<Result<_>>()?,
-            entity_type: entity_type.map(parse_label::<EntityType>).transpose()?,
-            relation: relation.map(parse_label::<RelationKind>).transpose()?,
-            sources: r.try_get(7)?,
-            has_provenance: has_provenance.unwrap_or(false),
+            entity_type: r.entity_type.map(parse_label::<EntityType>).transpose()?,
+            relation: r.relation.map(parse_label::<RelationKind>).transpose()?,
+            sources: r.sources,
+            has_provenance: r.has_provenance.unwrap_or(false),
         },
-        call_id,
-        task_version: r.try_get(3)?,
-        revision_ids: r.try_get(8)?,
-        proposed_at: r.try_get(9)?,
-        sha256: hashed(id, r.try_get(10)?)?,
+        call_id: r.call_id,
+        task_version: r.task_version,
+        revision_ids: r.revision_ids,
+        proposed_at: r.proposed_at,
+        sha256: hashed(id, r.sha256)?,
     })
 }
 
@@ -333,11 +361,11 @@ pub(crate) async fn read_candidates(
             }
             Ok(out)
         }
-        RowsOf::Relation(rows) => sqlx::query(rows)
+        RowsOf::Relation(rows) => sqlx::query_as::<_, RelationRow>(rows)
             .bind(ids)
             .fetch_all(&mut *tx)
             .await?
-            .iter()
+            .into_iter()
             .map(relation_candidate)
             .collect(),
     }

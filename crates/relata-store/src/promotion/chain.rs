@@ -5,8 +5,6 @@
 use chrono::{DateTime, SubsecRound, Utc};
 use relata_core::{ActorKind, CandidateId, EvidenceDecision};
 use sha2::{Digest, Sha256};
-use sqlx::Row;
-use sqlx::postgres::PgRow;
 
 use crate::copy_binary::CopyBinary;
 use crate::error::{Result, StoreError};
@@ -175,10 +173,38 @@ fn decided_at_text(at: DateTime<Utc>) -> String {
     at.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()
 }
 
+/// What an append does when another one holds the chain's end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Wait its turn: a reviewer, `relata promote`, a worker's hand-off.
+    Block,
+    /// Return at once, reporting the chain busy: a worker's sweep, which tries again on
+    /// its next tick rather than queue behind another promoter.
+    SkipIfBusy,
+}
+
 /// Where the chain ends.
+#[derive(sqlx::FromRow)]
 pub(super) struct Head {
     seq: i64,
     sha256: String,
+}
+
+/// What a decision contributes to its evidence record: every field but the ones the
+/// chain fills in when it appends it (`seq`, `decided_at`, `prev_sha256`, `sha256`).
+pub(super) struct NewRecord {
+    pub candidate: CandidateId,
+    /// sha256 (hex) of the candidate's canonical content as it was judged.
+    pub candidate_sha256: String,
+    pub call_id: Option<i64>,
+    pub task_version: String,
+    pub actor_kind: ActorKind,
+    /// The policy rule's name or the reviewer's name.
+    pub actor: String,
+    pub decision: EvidenceDecision,
+    pub reasons: Vec<String>,
+    pub note: Option<String>,
+    pub via: Option<Via>,
 }
 
 /// Appends evidence records to the chain inside one transaction.
@@ -213,20 +239,21 @@ impl Chain {
         })
     }
 
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn append(
-        &mut self,
-        candidate: CandidateId,
-        candidate_sha256: String,
-        call_id: Option<i64>,
-        task_version: String,
-        actor_kind: ActorKind,
-        actor: String,
-        decision: EvidenceDecision,
-        reasons: Vec<String>,
-        note: Option<String>,
-        via: Option<Via>,
-    ) -> i64 {
+    /// Append one record: the chain gives it its `seq`, time and link, and hashes it.
+    /// Returns its `seq`.
+    pub(super) fn append(&mut self, new: NewRecord) -> i64 {
+        let NewRecord {
+            candidate,
+            candidate_sha256,
+            call_id,
+            task_version,
+            actor_kind,
+            actor,
+            decision,
+            reasons,
+            note,
+            via,
+        } = new;
         let mut record = EvidenceRecord {
             seq: self.next_seq(),
             candidate,
@@ -339,14 +366,14 @@ fn taken_seq(e: StoreError, first: i64) -> StoreError {
 /// the next record vouch for the forgery by linking to it. One probe of the primary key
 /// for at most two rows and one record's hash, per append transaction.
 async fn check_tail(tx: &mut sqlx::PgConnection, head: &Head) -> Result<()> {
-    let rows = sqlx::query(concat!(
+    let rows = sqlx::query_as::<_, EvidenceRow>(concat!(
         evidence_select!(),
         " WHERE seq >= $1 ORDER BY seq LIMIT 2"
     ))
     .bind(head.seq.max(1))
     .fetch_all(&mut *tx)
     .await?;
-    let mut records = rows.iter().map(evidence_record);
+    let mut records = rows.into_iter().map(evidence_record);
     let broken = |seq: i64, what: String| Err(StoreError::ChainBroken { seq, what });
     if head.seq == 0 {
         if head.sha256 != GENESIS_SHA256 {
@@ -410,13 +437,14 @@ async fn check_tail(tx: &mut sqlx::PgConnection, head: &Head) -> Result<()> {
 }
 
 /// Begin an append: a transaction that holds the chain's end, checked to be where the
-/// log ends ([`check_tail`]); no head when `wait` is false and another append holds it.
+/// log ends ([`check_tail`]); no head when `wait` is [`Wait::SkipIfBusy`] and another
+/// append holds it.
 /// A log that fails the check is refused with the transaction rolled back at once: a
 /// dropped transaction would keep the head's lock until its connection's return to the
 /// pool flushed the rollback, and appends meanwhile would wait (or a sweep skip its turn).
 pub(super) async fn begin_append(
     pool: &sqlx::PgPool,
-    wait: bool,
+    wait: Wait,
 ) -> Result<(sqlx::Transaction<'static, sqlx::Postgres>, Option<Head>)> {
     let mut tx = pool.begin().await?;
     let head = lock_head(&mut tx, wait).await?;
@@ -430,44 +458,64 @@ pub(super) async fn begin_append(
     Ok((tx, head))
 }
 
-async fn lock_head(tx: &mut sqlx::PgConnection, wait: bool) -> Result<Option<Head>> {
-    let row = if wait {
-        sqlx::query("SELECT seq, encode(sha256, 'hex') FROM evidence_head FOR UPDATE")
-            .fetch_optional(&mut *tx)
-            .await?
+const HEAD_SELECT_FOR_UPDATE: &str =
+    "SELECT seq, encode(sha256, 'hex') AS sha256 FROM evidence_head FOR UPDATE";
+const HEAD_SELECT_SKIP_LOCKED: &str =
+    "SELECT seq, encode(sha256, 'hex') AS sha256 FROM evidence_head FOR UPDATE SKIP LOCKED";
+
+async fn lock_head(tx: &mut sqlx::PgConnection, wait: Wait) -> Result<Option<Head>> {
+    let query = if wait == Wait::Block {
+        HEAD_SELECT_FOR_UPDATE
     } else {
-        sqlx::query("SELECT seq, encode(sha256, 'hex') FROM evidence_head FOR UPDATE SKIP LOCKED")
-            .fetch_optional(&mut *tx)
-            .await?
+        HEAD_SELECT_SKIP_LOCKED
     };
-    row.map(|r| {
-        Ok(Head {
-            seq: r.try_get(0)?,
-            sha256: r.try_get(1)?,
-        })
-    })
-    .transpose()
+    Ok(sqlx::query_as::<_, Head>(query)
+        .fetch_optional(&mut *tx)
+        .await?)
 }
 
-pub(super) fn evidence_record(r: &PgRow) -> Result<EvidenceRecord> {
+/// An evidence record's columns as [`evidence_select!`] reads them.
+#[derive(sqlx::FromRow)]
+pub(super) struct EvidenceRow {
+    seq: i64,
+    candidate_kind: String,
+    candidate_id: i64,
+    candidate_sha256: String,
+    call_id: Option<i64>,
+    task_version: String,
+    actor_kind: String,
+    actor: String,
+    decision: String,
+    reasons: Vec<String>,
+    note: Option<String>,
+    decided_at: DateTime<Utc>,
+    prev_sha256: String,
+    sha256: String,
+    via: Option<String>,
+    via_os_user: Option<String>,
+    via_host: Option<String>,
+}
+
+/// The record a row holds; a label the closed sets do not know is an error, not a guess.
+pub(super) fn evidence_record(r: EvidenceRow) -> Result<EvidenceRecord> {
     Ok(EvidenceRecord {
-        seq: r.try_get(0)?,
+        seq: r.seq,
         candidate: CandidateId {
-            kind: parse_label(r.try_get(1)?)?,
-            id: r.try_get(2)?,
+            kind: parse_label(r.candidate_kind)?,
+            id: r.candidate_id,
         },
-        candidate_sha256: r.try_get(3)?,
-        call_id: r.try_get(4)?,
-        task_version: r.try_get(5)?,
-        actor_kind: parse_label(r.try_get(6)?)?,
-        actor: r.try_get(7)?,
-        decision: parse_label(r.try_get(8)?)?,
-        reasons: r.try_get(9)?,
-        note: r.try_get(10)?,
-        decided_at: r.try_get(11)?,
-        prev_sha256: r.try_get(12)?,
-        sha256: r.try_get(13)?,
-        via: Via::from_columns(r.try_get(14)?, r.try_get(15)?, r.try_get(16)?)?,
+        candidate_sha256: r.candidate_sha256,
+        call_id: r.call_id,
+        task_version: r.task_version,
+        actor_kind: parse_label(r.actor_kind)?,
+        actor: r.actor,
+        decision: parse_label(r.decision)?,
+        reasons: r.reasons,
+        note: r.note,
+        decided_at: r.decided_at,
+        prev_sha256: r.prev_sha256,
+        sha256: r.sha256,
+        via: Via::from_columns(r.via, r.via_os_user, r.via_host)?,
     })
 }
 

@@ -49,9 +49,11 @@ macro_rules! candidate_select {
         "SELECT p.candidate_kind, p.candidate_id, p.state, p.rule, p.reasons, p.sources,
                 EXISTS (SELECT 1 FROM document_revisions dr
                         JOIN documents d ON d.id = dr.document_id
-                        WHERE dr.id = ANY (p.revision_ids) AND d.current_revision_id <> dr.id),
+                        WHERE dr.id = ANY (p.revision_ids) AND d.current_revision_id <> dr.id)
+                    AS stale,
                 p.proposed_at, p.decided_at,
                 coalesce(relata_candidate_row(p.candidate_kind, p.candidate_id), 'null'::jsonb)
+                    AS row
          FROM candidate_decisions p"
     };
 }
@@ -64,10 +66,10 @@ mod verify;
 
 pub use candidate::Candidate;
 pub(crate) use candidate::read_candidates;
-pub use chain::{EvidenceRecord, GENESIS_SHA256, Via};
+pub use chain::{EvidenceRecord, GENESIS_SHA256, Via, Wait};
 pub use review::{
     CallRecord, CandidateCount, CandidateDetail, CandidateWarning, ChunkContext, Decided,
     DocumentHeading, PendingSummary, Refusal, RefusalReason, ReviewCandidate, ReviewFilter,
 };
-pub use sweep::{PromoteCursor, PromoteSummary};
+pub use sweep::{PromoteCursor, PromoteSummary, Sweep};
 pub use verify::{ChainHead, ParseChainHeadError, VerifyProblem, VerifyReport};

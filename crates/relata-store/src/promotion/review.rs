@@ -3,10 +3,10 @@
 
 use chrono::{DateTime, Utc};
 use relata_core::{ActorKind, CandidateId, Decision, PromotionState, Reviewer, RowKind, Warning};
-use sqlx::Row;
-use sqlx::postgres::PgRow;
 
-use super::chain::{Chain, EvidenceRecord, Via, begin_append, evidence_record};
+use super::chain::{
+    Chain, EvidenceRecord, EvidenceRow, NewRecord, Via, Wait, begin_append, evidence_record,
+};
 use crate::error::{Result, StoreError};
 use crate::{Store, parse_label};
 
@@ -71,7 +71,7 @@ pub struct CandidateWarning {
 }
 
 /// The model call that proposed a candidate.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow)]
 pub struct CallRecord {
     pub id: i64,
     pub job_id: String,
@@ -179,7 +179,7 @@ impl Store {
                     .into(),
             ));
         }
-        let rows = sqlx::query(concat!(
+        let rows = sqlx::query_as::<_, DecidedRow>(concat!(
             candidate_select!(),
             " WHERE p.state = $1
                 AND ($2::text IS NULL OR p.candidate_kind = $2)
@@ -193,7 +193,7 @@ impl Store {
         .bind(filter.limit)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(review_candidate).collect()
+        rows.into_iter().map(review_candidate).collect()
     }
 
     /// One candidate with its chunk, warnings, model call and evidence; `None` when it
@@ -208,7 +208,7 @@ impl Store {
         let Some(row) = row else {
             return Ok(None);
         };
-        let judged = sqlx::query(concat!(
+        let judged = sqlx::query_as::<_, DecidedRow>(concat!(
             candidate_select!(),
             " WHERE p.candidate_kind = $1 AND p.candidate_id = $2"
         ))
@@ -217,7 +217,7 @@ impl Store {
         .fetch_optional(&self.pool)
         .await?;
         let candidate = match judged {
-            Some(r) => review_candidate(&r)?,
+            Some(r) => review_candidate(r)?,
             None => ReviewCandidate {
                 id,
                 kind: id.kind,
@@ -234,76 +234,24 @@ impl Store {
         let field = |k: &str| row.get(k).and_then(serde_json::Value::as_i64);
         let chunk = match (id.kind, field("chunk_id")) {
             (RowKind::Relation, _) | (_, None) => None,
-            (_, Some(chunk_id)) => {
-                let r = sqlx::query("SELECT text, start_byte FROM chunks WHERE id = $1")
-                    .bind(chunk_id)
-                    .fetch_one(&self.pool)
-                    .await?;
-                let text: String = r.try_get(0)?;
-                let start: i32 = r.try_get(1)?;
-                let quote = match (field("quote_start"), field("quote_end")) {
-                    (Some(qs), Some(qe)) => {
-                        let s = usize::try_from(qs - i64::from(start)).ok();
-                        let e = usize::try_from(qe - i64::from(start)).ok();
-                        s.zip(e).filter(|(s, e)| {
-                            s < e
-                                && *e <= text.len()
-                                && text.is_char_boundary(*s)
-                                && text.is_char_boundary(*e)
-                        })
-                    }
-                    _ => None,
-                };
-                Some(ChunkContext {
-                    chunk_id,
-                    text,
-                    quote,
-                })
-            }
+            (_, Some(chunk_id)) => Some(
+                self.chunk_context(chunk_id, field("quote_start").zip(field("quote_end")))
+                    .await?,
+            ),
         };
-        let column = match id.kind {
-            RowKind::Entity => "entity_id",
-            RowKind::Claim => "claim_id",
-            RowKind::Relation => "relation_id",
-        };
-        let warnings = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "SELECT warning, reason, detail FROM warnings WHERE {column} = $1 ORDER BY id"
-        )))
-        .bind(id.id)
-        .fetch_all(&self.pool)
-        .await?
-        .iter()
-        .map(|r| {
-            Ok(CandidateWarning {
-                warning: parse_label(r.try_get(0)?)?,
-                reason: r.try_get(1)?,
-                detail: r.try_get(2)?,
-            })
-        })
-        .collect::<Result<Vec<_>>>()?;
+        let warnings = self.candidate_warnings(id).await?;
         let call = match field("call_id") {
             None => None,
-            Some(call_id) => sqlx::query(
-                "SELECT id, job_id, model, prompt_version, schema_id, schema_version,
-                        schema_sha256, started_at
-                 FROM model_calls WHERE id = $1",
-            )
-            .bind(call_id)
-            .fetch_optional(&self.pool)
-            .await?
-            .map(|r| {
-                Ok::<_, StoreError>(CallRecord {
-                    id: r.try_get(0)?,
-                    job_id: r.try_get(1)?,
-                    model: r.try_get(2)?,
-                    prompt_version: r.try_get(3)?,
-                    schema_id: r.try_get(4)?,
-                    schema_version: r.try_get(5)?,
-                    schema_sha256: r.try_get(6)?,
-                    started_at: r.try_get(7)?,
-                })
-            })
-            .transpose()?,
+            Some(call_id) => {
+                sqlx::query_as::<_, CallRecord>(
+                    "SELECT id, job_id, model, prompt_version, schema_id, schema_version,
+                            schema_sha256, started_at
+                     FROM model_calls WHERE id = $1",
+                )
+                .bind(call_id)
+                .fetch_optional(&self.pool)
+                .await?
+            }
         };
         let evidence = self.evidence_history(Some(id), i64::MAX).await?;
         Ok(Some(CandidateDetail {
@@ -344,63 +292,14 @@ impl Store {
         let mut unique = ids.to_vec();
         unique.sort();
         unique.dedup();
-        let (mut tx, head) = begin_append(&self.pool, true).await?;
+        let (mut tx, head) = begin_append(&self.pool, Wait::Block).await?;
         let head = head.ok_or_else(|| StoreError::Invariant("evidence_head has no row".into()))?;
         let mut refusals = Vec::new();
         let mut ok = Vec::new();
         for id in &unique {
-            let r = sqlx::query(
-                "SELECT p.state, relata_candidate_sha256(p.candidate_kind, p.candidate_id),
-                        encode(e.candidate_sha256, 'hex'), e.call_id, e.task_version,
-                        EXISTS (SELECT 1 FROM document_revisions dr
-                                JOIN documents d ON d.id = dr.document_id
-                                WHERE dr.id = ANY (p.revision_ids)
-                                  AND d.current_revision_id <> dr.id)
-                 FROM promotions p JOIN evidence e ON e.seq = p.evidence_seq
-                 WHERE p.candidate_kind = $1 AND p.candidate_id = $2
-                 FOR UPDATE OF p",
-            )
-            .bind(id.kind.as_str())
-            .bind(id.id)
-            .fetch_optional(&mut *tx)
-            .await?;
-            let refuse = |reason| Refusal { id: *id, reason };
-            let Some(r) = r else {
-                // Not in the review queue: the policy allowed or denied it (its record
-                // says which), has not judged it, or it does not exist.
-                let state: Option<String> = sqlx::query_scalar(
-                    "SELECT relata_candidate_state($1, $2)
-                     WHERE relata_candidate_sha256($1, $2) IS NOT NULL",
-                )
-                .bind(id.kind.as_str())
-                .bind(id.id)
-                .fetch_optional(&mut *tx)
-                .await?;
-                refusals.push(refuse(match state.map(parse_label).transpose()? {
-                    None => RefusalReason::NotFound,
-                    Some(PromotionState::Proposed) => RefusalReason::NotJudged,
-                    Some(PromotionState::Pending) => RefusalReason::NotQueued,
-                    Some(decided) => RefusalReason::AlreadyDecided(decided),
-                }));
-                continue;
-            };
-            let state: PromotionState = parse_label(r.try_get(0)?)?;
-            let now_sha: Option<String> = r.try_get(1)?;
-            let judged_sha: String = r.try_get(2)?;
-            let stale: bool = r.try_get(5)?;
-            if state != PromotionState::Pending {
-                refusals.push(refuse(RefusalReason::AlreadyDecided(state)));
-            } else if now_sha.as_deref() != Some(judged_sha.as_str()) {
-                refusals.push(refuse(RefusalReason::Changed));
-            } else if stale && decision == Decision::Approve {
-                refusals.push(refuse(RefusalReason::Stale));
-            } else {
-                ok.push((
-                    *id,
-                    judged_sha,
-                    r.try_get::<Option<i64>, _>(3)?,
-                    r.try_get::<String, _>(4)?,
-                ));
+            match decidable(&mut tx, *id, decision).await? {
+                Ok(queued) => ok.push((*id, queued)),
+                Err(reason) => refusals.push(Refusal { id: *id, reason }),
             }
         }
         if !refusals.is_empty() {
@@ -409,19 +308,19 @@ impl Store {
         let mut chain = Chain::new(head)?;
         let state = PromotionState::after_review(decision);
         let mut decided = Vec::with_capacity(ok.len());
-        for (id, sha, call_id, task_version) in ok {
-            let seq = chain.append(
-                id,
-                sha,
-                call_id,
-                task_version,
-                ActorKind::Reviewer,
-                reviewer.name().to_owned(),
-                decision.into(),
-                Vec::new(),
-                note.map(str::to_owned),
-                Some(via.clone()),
-            );
+        for (id, queued) in ok {
+            let seq = chain.append(NewRecord {
+                candidate: id,
+                candidate_sha256: queued.judged_sha256,
+                call_id: queued.call_id,
+                task_version: queued.task_version,
+                actor_kind: ActorKind::Reviewer,
+                actor: reviewer.name().to_owned(),
+                decision: decision.into(),
+                reasons: Vec::new(),
+                note: note.map(str::to_owned),
+                via: Some(via.clone()),
+            });
             decided.push(Decided {
                 id,
                 state,
@@ -453,7 +352,7 @@ impl Store {
         candidate: Option<CandidateId>,
         limit: i64,
     ) -> Result<Vec<EvidenceRecord>> {
-        let rows = sqlx::query(concat!(
+        let rows = sqlx::query_as::<_, EvidenceRow>(concat!(
             "SELECT * FROM (",
             evidence_select!(),
             " WHERE ($1::text IS NULL OR (candidate_kind = $1 AND candidate_id = $2))
@@ -464,24 +363,25 @@ impl Store {
         .bind(limit)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(evidence_record).collect()
+        rows.into_iter().map(evidence_record).collect()
     }
 
     /// Pending candidates by kind, with the oldest's proposal time.
     pub async fn review_pending_summary(&self) -> Result<Vec<PendingSummary>> {
-        let rows = sqlx::query(
-            "SELECT candidate_kind, count(*), min(proposed_at) FROM promotions
+        let rows = sqlx::query_as::<_, PendingRow>(
+            "SELECT candidate_kind AS kind, count(*) AS count, min(proposed_at) AS oldest
+             FROM promotions
              WHERE state = 'pending' GROUP BY candidate_kind ORDER BY candidate_kind",
         )
         .fetch_all(&self.pool)
         .await?;
         let found: Vec<PendingSummary> = rows
-            .iter()
+            .into_iter()
             .map(|r| {
                 Ok(PendingSummary {
-                    kind: parse_label(r.try_get(0)?)?,
-                    count: r.try_get(1)?,
-                    oldest: r.try_get(2)?,
+                    kind: parse_label(r.kind)?,
+                    count: r.count,
+                    oldest: r.oldest,
                 })
             })
             .collect::<Result<_>>()?;
@@ -504,41 +404,150 @@ impl Store {
 
     /// Candidates by kind and state (`proposed`: not yet judged).
     pub async fn candidate_counts(&self) -> Result<Vec<CandidateCount>> {
-        sqlx::query(
-            "SELECT kind, state, count(*) FROM candidate_states GROUP BY kind, state
+        sqlx::query_as::<_, CountRow>(
+            "SELECT kind, state, count(*) AS count FROM candidate_states GROUP BY kind, state
              ORDER BY kind, state",
         )
         .fetch_all(&self.pool)
         .await?
-        .iter()
+        .into_iter()
         .map(|r| {
             Ok(CandidateCount {
-                kind: parse_label(r.try_get(0)?)?,
-                state: parse_label(r.try_get(1)?)?,
-                count: r.try_get(2)?,
+                kind: parse_label(r.kind)?,
+                state: parse_label(r.state)?,
+                count: r.count,
             })
         })
         .collect()
     }
 }
 
-fn review_candidate(r: &PgRow) -> Result<ReviewCandidate> {
-    let kind: RowKind = parse_label(r.try_get(0)?)?;
+/// A queued candidate as a reviewer's decision reads it (its row locked), with the
+/// evidence record that queued it.
+#[derive(sqlx::FromRow)]
+struct QueuedRow {
+    state: String,
+    /// Its canonical content's hash now; null when the row is gone.
+    now_sha256: Option<String>,
+    /// The hash the policy judged.
+    judged_sha256: String,
+    call_id: Option<i64>,
+    task_version: String,
+    stale: bool,
+}
+
+/// Whether a reviewer may decide `id` now: its queue row (locked until the transaction
+/// ends), or why not.
+async fn decidable(
+    tx: &mut sqlx::PgConnection,
+    id: CandidateId,
+    decision: Decision,
+) -> Result<std::result::Result<QueuedRow, RefusalReason>> {
+    let queued = sqlx::query_as::<_, QueuedRow>(
+        "SELECT p.state,
+                relata_candidate_sha256(p.candidate_kind, p.candidate_id) AS now_sha256,
+                encode(e.candidate_sha256, 'hex') AS judged_sha256, e.call_id, e.task_version,
+                EXISTS (SELECT 1 FROM document_revisions dr
+                        JOIN documents d ON d.id = dr.document_id
+                        WHERE dr.id = ANY (p.revision_ids)
+                          AND d.current_revision_id <> dr.id) AS stale
+         FROM promotions p JOIN evidence e ON e.seq = p.evidence_seq
+         WHERE p.candidate_kind = $1 AND p.candidate_id = $2
+         FOR UPDATE OF p",
+    )
+    .bind(id.kind.as_str())
+    .bind(id.id)
+    .fetch_optional(&mut *tx)
+    .await?;
+    let Some(queued) = queued else {
+        // Not in the review queue: the policy allowed or denied it (its record says
+        // which), has not judged it, or it does not exist.
+        let state: Option<String> = sqlx::query_scalar(
+            "SELECT relata_candidate_state($1, $2)
+             WHERE relata_candidate_sha256($1, $2) IS NOT NULL",
+        )
+        .bind(id.kind.as_str())
+        .bind(id.id)
+        .fetch_optional(&mut *tx)
+        .await?;
+        return Ok(Err(match state.map(parse_label).transpose()? {
+            None => RefusalReason::NotFound,
+            Some(PromotionState::Proposed) => RefusalReason::NotJudged,
+            Some(PromotionState::Pending) => RefusalReason::NotQueued,
+            Some(decided) => RefusalReason::AlreadyDecided(decided),
+        }));
+    };
+    let state: PromotionState = parse_label(queued.state.clone())?;
+    Ok(if state != PromotionState::Pending {
+        Err(RefusalReason::AlreadyDecided(state))
+    } else if queued.now_sha256.as_deref() != Some(queued.judged_sha256.as_str()) {
+        Err(RefusalReason::Changed)
+    } else if queued.stale && decision == Decision::Approve {
+        Err(RefusalReason::Stale)
+    } else {
+        Ok(queued)
+    })
+}
+
+/// A decided candidate's columns as [`candidate_select!`] reads them.
+#[derive(sqlx::FromRow)]
+struct DecidedRow {
+    candidate_kind: String,
+    candidate_id: i64,
+    state: String,
+    rule: String,
+    reasons: Vec<String>,
+    sources: Vec<String>,
+    stale: bool,
+    proposed_at: DateTime<Utc>,
+    decided_at: DateTime<Utc>,
+    row: serde_json::Value,
+}
+
+fn review_candidate(r: DecidedRow) -> Result<ReviewCandidate> {
+    let kind: RowKind = parse_label(r.candidate_kind)?;
     Ok(ReviewCandidate {
         id: CandidateId {
             kind,
-            id: r.try_get(1)?,
+            id: r.candidate_id,
         },
         kind,
-        state: parse_label(r.try_get(2)?)?,
-        rule: Some(r.try_get(3)?),
-        reasons: r.try_get(4)?,
-        sources: r.try_get(5)?,
-        stale: r.try_get(6)?,
-        proposed_at: Some(r.try_get(7)?),
-        decided_at: Some(r.try_get(8)?),
-        row: r.try_get(9)?,
+        state: parse_label(r.state)?,
+        rule: Some(r.rule),
+        reasons: r.reasons,
+        sources: r.sources,
+        stale: r.stale,
+        proposed_at: Some(r.proposed_at),
+        decided_at: Some(r.decided_at),
+        row: r.row,
     })
+}
+
+#[derive(sqlx::FromRow)]
+struct ChunkRow {
+    text: String,
+    start_byte: i32,
+}
+
+#[derive(sqlx::FromRow)]
+struct WarningDetailRow {
+    warning: String,
+    reason: Option<String>,
+    detail: String,
+}
+
+#[derive(sqlx::FromRow)]
+struct CountRow {
+    kind: String,
+    state: String,
+    count: i64,
+}
+
+#[derive(sqlx::FromRow)]
+struct PendingRow {
+    kind: String,
+    count: i64,
+    oldest: Option<DateTime<Utc>>,
 }
 
 /// How a document is named on the review page.
@@ -550,6 +559,58 @@ pub struct DocumentHeading {
 }
 
 impl Store {
+    /// The chunk a claim or entity came from, with the claim's quote (document byte
+    /// offsets) located in it when it lies inside on character boundaries.
+    async fn chunk_context(
+        &self,
+        chunk_id: i64,
+        quote: Option<(i64, i64)>,
+    ) -> Result<ChunkContext> {
+        let chunk =
+            sqlx::query_as::<_, ChunkRow>("SELECT text, start_byte FROM chunks WHERE id = $1")
+                .bind(chunk_id)
+                .fetch_one(&self.pool)
+                .await?;
+        let text = chunk.text;
+        let start = i64::from(chunk.start_byte);
+        let quote = quote.and_then(|(qs, qe)| {
+            let s = usize::try_from(qs - start).ok();
+            let e = usize::try_from(qe - start).ok();
+            s.zip(e).filter(|(s, e)| {
+                s < e && *e <= text.len() && text.is_char_boundary(*s) && text.is_char_boundary(*e)
+            })
+        });
+        Ok(ChunkContext {
+            chunk_id,
+            text,
+            quote,
+        })
+    }
+
+    /// The warnings the gate attached to a candidate, in the order it attached them.
+    async fn candidate_warnings(&self, id: CandidateId) -> Result<Vec<CandidateWarning>> {
+        let column = match id.kind {
+            RowKind::Entity => "entity_id",
+            RowKind::Claim => "claim_id",
+            RowKind::Relation => "relation_id",
+        };
+        sqlx::query_as::<_, WarningDetailRow>(sqlx::AssertSqlSafe(format!(
+            "SELECT warning, reason, detail FROM warnings WHERE {column} = $1 ORDER BY id"
+        )))
+        .bind(id.id)
+        .fetch_all(&self.pool)
+        .await?
+        .into_iter()
+        .map(|r| {
+            Ok(CandidateWarning {
+                warning: parse_label(r.warning)?,
+                reason: r.reason,
+                detail: r.detail,
+            })
+        })
+        .collect()
+    }
+
     /// A document's source, external id and title, for a candidate's card on the review
     /// page; `None` when there is no such document.
     pub async fn document_heading(&self, document_id: i64) -> Result<Option<DocumentHeading>> {
@@ -568,7 +629,7 @@ impl Store {
     /// The evidence records of reviewers' decisions (not the policy's), newest first:
     /// the review page's history.
     pub async fn reviewer_decisions(&self, offset: i64, limit: i64) -> Result<Vec<EvidenceRecord>> {
-        let rows = sqlx::query(concat!(
+        let rows = sqlx::query_as::<_, EvidenceRow>(concat!(
             evidence_select!(),
             " WHERE actor_kind = 'reviewer' ORDER BY seq DESC OFFSET $1 LIMIT $2"
         ))
@@ -576,6 +637,6 @@ impl Store {
         .bind(limit.max(0))
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(evidence_record).collect()
+        rows.into_iter().map(evidence_record).collect()
     }
 }

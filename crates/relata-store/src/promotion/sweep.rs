@@ -5,7 +5,7 @@
 use relata_core::{ActorKind, CandidateId, Policy, PolicyDecision, PromotionState, RowKind};
 
 use super::candidate::{CANDIDATE_READS, Candidate, read_candidates};
-use super::chain::{Chain, Head, begin_append};
+use super::chain::{Chain, Head, NewRecord, Wait, begin_append};
 use crate::Store;
 use crate::copy_binary::CopyBinary;
 use crate::error::{Result, StoreError};
@@ -29,6 +29,47 @@ pub struct PromoteSummary {
     /// (skipped: a candidate is judged once).
     #[serde(skip)]
     pub already_judged: u64,
+}
+
+/// One batch of a sweep: which candidates [`Store::promote_pending`] judges, and what it
+/// does when another promoter holds the chain. Built from [`Sweep::batch`], which reads
+/// the whole store and waits its turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sweep {
+    /// At most this many candidates of each kind.
+    pub batch: i64,
+    pub wait: Wait,
+    /// Only candidates above this cursor.
+    pub after: PromoteCursor,
+    /// Only candidates at most this cursor.
+    pub upto: PromoteCursor,
+}
+
+impl Sweep {
+    /// Up to `batch` candidates of each kind, anywhere in the store, waiting its turn.
+    pub fn batch(batch: i64) -> Sweep {
+        Sweep {
+            batch,
+            wait: Wait::Block,
+            after: PromoteCursor::START,
+            upto: PromoteCursor::END,
+        }
+    }
+
+    /// This sweep over the candidates above `after` only.
+    pub fn after(self, after: PromoteCursor) -> Sweep {
+        Sweep { after, ..self }
+    }
+
+    /// This sweep over the candidates at most `upto` only.
+    pub fn upto(self, upto: PromoteCursor) -> Sweep {
+        Sweep { upto, ..self }
+    }
+
+    /// This sweep, with `wait` for a busy chain.
+    pub fn wait(self, wait: Wait) -> Sweep {
+        Sweep { wait, ..self }
+    }
 }
 
 /// How far a promotion pass has read, per candidate kind: the highest id it has read,
@@ -230,18 +271,18 @@ async fn record_verdicts(
                 .end_row()?;
         }
         summary.add(c.id.kind, verdict.decision);
-        chain.append(
-            c.id,
-            c.sha256,
-            c.call_id,
-            c.task_version,
-            ActorKind::Policy,
-            verdict.rule,
-            verdict.decision.into(),
-            verdict.reasons,
-            None,
-            None,
-        );
+        chain.append(NewRecord {
+            candidate: c.id,
+            candidate_sha256: c.sha256,
+            call_id: c.call_id,
+            task_version: c.task_version,
+            actor_kind: ActorKind::Policy,
+            actor: verdict.rule,
+            decision: verdict.decision.into(),
+            reasons: verdict.reasons,
+            note: None,
+            via: None,
+        });
     }
     chain.write(&mut *tx).await?;
     queue
@@ -256,49 +297,26 @@ async fn record_verdicts(
 }
 
 impl Store {
-    /// Judge up to `limit` candidates of each kind that have no decision yet, and record
-    /// each verdict with its evidence in one transaction. With `wait == false` a run that
-    /// finds another promoter appending returns at once with `busy` set (a worker's
-    /// promoter tries again on its next tick); with `true` it waits its turn.
-    pub async fn promote_pending(
-        &self,
-        policy: &Policy,
-        limit: i64,
-        wait: bool,
-    ) -> Result<PromoteSummary> {
-        self.promote_pending_after(policy, limit, wait, PromoteCursor::START)
-            .await
-    }
-
-    /// [`Store::promote_pending`] over the candidates above `after` only: a pass that
-    /// goes on from the batch before it passes `summary.reached`, so that each batch
-    /// reads only new rows instead of walking past every candidate already judged (that
-    /// walk grows with the store and made a pass quadratic). A candidate committed
-    /// below the cursor after the pass went by is not lost: it stays unjudged, so
-    /// unpromoted, until a pass from [`PromoteCursor::START`] finds it.
-    pub async fn promote_pending_after(
-        &self,
-        policy: &Policy,
-        limit: i64,
-        wait: bool,
-        after: PromoteCursor,
-    ) -> Result<PromoteSummary> {
-        self.promote_pending_between(policy, limit, wait, after, PromoteCursor::END)
-            .await
-    }
-
-    /// [`Store::promote_pending_after`] over the candidates at most `upto` only: a
-    /// worker's sweep leaves the rows committed since its last tick to the workers that
-    /// committed them, which judge them from what the commit returned
-    /// ([`Store::promote_committed`]) instead of reading them back.
-    pub async fn promote_pending_between(
-        &self,
-        policy: &Policy,
-        limit: i64,
-        wait: bool,
-        after: PromoteCursor,
-        upto: PromoteCursor,
-    ) -> Result<PromoteSummary> {
+    /// Judge up to `sweep.batch` candidates of each kind in `(sweep.after, sweep.upto]`
+    /// that have no decision yet, and record each verdict with its evidence in one
+    /// transaction. A run that must not queue behind another promoter
+    /// ([`Wait::SkipIfBusy`]) returns at once with `busy` set when one is appending.
+    ///
+    /// A pass goes on from the batch before it by passing `summary.reached` as the next
+    /// `after`, so that each batch reads only new rows instead of walking past every
+    /// candidate already judged (that walk grows with the store and made a pass
+    /// quadratic). A candidate committed below the cursor after the pass went by is not
+    /// lost: it stays unjudged, so unpromoted, until a pass from [`PromoteCursor::START`]
+    /// finds it. A worker's sweep sets `upto` to leave the rows committed since its last
+    /// tick to the workers that committed them, which judge them from what the commit
+    /// returned ([`Store::promote_committed`]) instead of reading them back.
+    pub async fn promote_pending(&self, policy: &Policy, sweep: Sweep) -> Result<PromoteSummary> {
+        let Sweep {
+            batch: limit,
+            wait,
+            after,
+            upto,
+        } = sweep;
         let (mut tx, head) = begin_append(&self.pool, wait).await?;
         let Some(head) = head else {
             return Ok(PromoteSummary {
@@ -348,7 +366,7 @@ impl Store {
         if candidates.is_empty() {
             return Ok(summary);
         }
-        let (mut tx, head) = begin_append(&self.pool, true).await?;
+        let (mut tx, head) = begin_append(&self.pool, Wait::Block).await?;
         let head = head.ok_or_else(|| StoreError::Invariant("evidence_head has no row".into()))?;
         let judged = judged_among(&mut tx, &candidates).await?;
         let offered = candidates.len();
@@ -363,7 +381,7 @@ impl Store {
     }
 
     /// The highest id of each candidate kind now: where a sweep that must leave later
-    /// commits alone stops ([`Store::promote_pending_between`]).
+    /// commits alone stops ([`Sweep::upto`]).
     pub async fn candidate_high_water(&self) -> Result<PromoteCursor> {
         let (entity, claim, relation): (Option<i64>, Option<i64>, Option<i64>) = sqlx::query_as(
             "SELECT (SELECT max(id) FROM entities), (SELECT max(id) FROM claims),

@@ -3,9 +3,8 @@
 
 use futures::TryStreamExt;
 use relata_core::{CandidateId, EvidenceDecision, PromotionState, RowKind};
-use sqlx::Row;
 
-use super::chain::{GENESIS_SHA256, evidence_record};
+use super::chain::{EvidenceRecord, EvidenceRow, GENESIS_SHA256, evidence_record};
 use crate::error::Result;
 use crate::{Store, parse_label};
 /// What [`Store::evidence_verify`] found.
@@ -25,7 +24,7 @@ pub struct VerifyReport {
 /// `SEQ:SHA256` (`0:000…0` before the first record). Kept outside the database, it
 /// catches a rewrite of any record up to it: the chain is unkeyed sha256, so a database
 /// user can recompute every hash after an edit, but not make record `SEQ` keep its hash.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, sqlx::FromRow)]
 pub struct ChainHead {
     pub seq: i64,
     /// Lower-case hex.
@@ -157,99 +156,28 @@ impl Store {
         sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY")
             .execute(&mut *tx)
             .await?;
-        let mut records = 0i64;
-        let mut prev = GENESIS_SHA256.to_owned();
-        let mut expected_seq = 1i64;
-        let mut problem = None;
-        if let Some(kept) = expect.filter(|k| k.seq == 0 && k.sha256 != GENESIS_SHA256) {
-            problem = Some(VerifyProblem::at_record(
+        let start = ChainHead {
+            seq: 0,
+            sha256: GENESIS_SHA256.to_owned(),
+        };
+        let (records, end, mut problem) = match expect
+            .filter(|k| k.seq == 0 && k.sha256 != GENESIS_SHA256)
+        {
+            Some(kept) => (
                 0,
-                None,
-                format!(
-                    "the head kept earlier ({kept}) names the chain's start with a hash that is not the start's: it was not printed by `relata evidence verify`"
-                ),
-            ));
-        }
-        if problem.is_none() {
-            let mut rows = sqlx::query(concat!(
-                "SELECT t.*, relata_candidate_sha256(t.candidate_kind, t.candidate_id) AS now_sha256 FROM (",
-                evidence_select!(),
-                ") t ORDER BY seq"
-            ))
-            .fetch(&mut *tx);
-            while let Some(r) = rows.try_next().await? {
-                let rec = evidence_record(&r)?;
-                let now_sha: Option<String> = r.try_get("now_sha256")?;
-                records += 1;
-                let at = |what: String| {
-                    Some(VerifyProblem::at_record(rec.seq, Some(rec.candidate), what))
-                };
-                if rec.seq != expected_seq {
-                    problem = at(format!(
-                        "the log skips from record {} to {}: records were deleted",
-                        expected_seq - 1,
-                        rec.seq
-                    ));
-                } else if rec.prev_sha256 != prev {
-                    problem = at(
-                        "does not link to the record before it (prev_sha256 differs): the record before it was altered or removed"
-                            .into(),
-                    );
-                } else if rec.compute_sha256() != rec.sha256 {
-                    problem =
-                        at("its content does not match its sha256: the record was altered".into());
-                } else if let Some(kept) =
-                    expect.filter(|k| k.seq == rec.seq && k.sha256 != rec.sha256)
-                {
-                    problem = at(format!(
-                        "its sha256 is {}, not {} as in the head kept earlier: the log up to this record was rewritten (records edited and every hash after them recomputed)",
-                        rec.sha256, kept.sha256
-                    ));
-                } else if now_sha.is_none() {
-                    problem = at("its candidate no longer exists".into());
-                } else if now_sha.as_deref() != Some(rec.candidate_sha256.as_str()) {
-                    problem = at(
-                        "its candidate's content no longer matches the hash recorded when it was decided: the row was edited"
-                            .into(),
-                    );
-                }
-                if problem.is_some() {
-                    break;
-                }
-                prev = rec.sha256;
-                expected_seq += 1;
-            }
-        }
-        let last = expected_seq - 1;
-        if problem.is_none() {
-            let head = sqlx::query("SELECT seq, encode(sha256, 'hex') FROM evidence_head")
-                .fetch_optional(&mut *tx)
-                .await?;
-            let (head_seq, head_sha): (i64, String) = match head {
-                Some(h) => (h.try_get(0)?, h.try_get(1)?),
-                None => (-1, String::new()),
-            };
-            if head_seq != last || head_sha != prev {
-                problem = Some(VerifyProblem::at_record(
-                    head_seq,
+                start,
+                Some(VerifyProblem::at_record(
+                    0,
                     None,
                     format!(
-                        "the chain's head names record {head_seq}, but the log ends at record {last}: records at the end were deleted or the head was altered"
+                        "the head kept earlier ({kept}) names the chain's start with a hash that is not the start's: it was not printed by `relata evidence verify`"
                     ),
-                ));
-            }
-        }
-        if problem.is_none()
-            && let Some(kept) = expect.filter(|k| k.seq > last)
-        {
-            problem = Some(VerifyProblem::at_record(
-                kept.seq,
-                None,
-                format!(
-                    "the head kept earlier ({kept}) names record {}, but the log ends at record {last}: records were removed and the log rewritten, or the head was kept from another database",
-                    kept.seq
-                ),
-            ));
+                )),
+            ),
+            None => chain_problem(&mut tx, start, expect).await?,
+        };
+        if problem.is_none() {
+            problem = head_problem(&mut tx, &end, expect).await?;
         }
         if problem.is_none() {
             problem = promotion_problem(&mut tx).await?;
@@ -258,10 +186,7 @@ impl Store {
             problem = sources_problem(&mut tx).await?;
         }
         tx.commit().await?;
-        let head = problem.is_none().then_some(ChainHead {
-            seq: last,
-            sha256: prev,
-        });
+        let head = problem.is_none().then_some(end);
         Ok(VerifyReport {
             records,
             problem,
@@ -270,12 +195,151 @@ impl Store {
     }
 }
 
+/// A record with its candidate's canonical hash as the row stands now.
+#[derive(sqlx::FromRow)]
+struct CheckedRow {
+    #[sqlx(flatten)]
+    record: EvidenceRow,
+    /// Null when the candidate is gone.
+    now_sha256: Option<String>,
+}
+
+/// Walk the log in order from `start`, checking each record's `seq`, link and hash, the
+/// head kept earlier, and its candidate's hash now. Returns the records read, the last
+/// record that verified and the first problem.
+async fn chain_problem(
+    tx: &mut sqlx::PgConnection,
+    start: ChainHead,
+    expect: Option<&ChainHead>,
+) -> Result<(i64, ChainHead, Option<VerifyProblem>)> {
+    let mut records = 0i64;
+    let mut end = start;
+    let mut rows = sqlx::query_as::<_, CheckedRow>(concat!(
+        "SELECT t.*, relata_candidate_sha256(t.candidate_kind, t.candidate_id) AS now_sha256 FROM (",
+        evidence_select!(),
+        ") t ORDER BY seq"
+    ))
+    .fetch(&mut *tx);
+    while let Some(r) = rows.try_next().await? {
+        let now_sha = r.now_sha256;
+        let rec = evidence_record(r.record)?;
+        records += 1;
+        if let Some(what) = record_problem(&rec, &end, now_sha.as_deref(), expect) {
+            let problem = VerifyProblem::at_record(rec.seq, Some(rec.candidate), what);
+            return Ok((records, end, Some(problem)));
+        }
+        end = ChainHead {
+            seq: rec.seq,
+            sha256: rec.sha256,
+        };
+    }
+    Ok((records, end, None))
+}
+
+/// What is wrong with the record after `before`, if anything.
+fn record_problem(
+    rec: &EvidenceRecord,
+    before: &ChainHead,
+    now_sha: Option<&str>,
+    expect: Option<&ChainHead>,
+) -> Option<String> {
+    if rec.seq != before.seq + 1 {
+        Some(format!(
+            "the log skips from record {} to {}: records were deleted",
+            before.seq, rec.seq
+        ))
+    } else if rec.prev_sha256 != before.sha256 {
+        Some(
+            "does not link to the record before it (prev_sha256 differs): the record before it was altered or removed"
+                .into(),
+        )
+    } else if rec.compute_sha256() != rec.sha256 {
+        Some("its content does not match its sha256: the record was altered".into())
+    } else if let Some(kept) = expect.filter(|k| k.seq == rec.seq && k.sha256 != rec.sha256) {
+        Some(format!(
+            "its sha256 is {}, not {} as in the head kept earlier: the log up to this record was rewritten (records edited and every hash after them recomputed)",
+            rec.sha256, kept.sha256
+        ))
+    } else if now_sha.is_none() {
+        Some("its candidate no longer exists".into())
+    } else if now_sha != Some(rec.candidate_sha256.as_str()) {
+        Some(
+            "its candidate's content no longer matches the hash recorded when it was decided: the row was edited"
+                .into(),
+        )
+    } else {
+        None
+    }
+}
+
+/// The chain's head against where the log ends (`end`), then the head kept earlier
+/// against it.
+async fn head_problem(
+    tx: &mut sqlx::PgConnection,
+    end: &ChainHead,
+    expect: Option<&ChainHead>,
+) -> Result<Option<VerifyProblem>> {
+    let last = end.seq;
+    let head = sqlx::query_as::<_, ChainHead>(
+        "SELECT seq, encode(sha256, 'hex') AS sha256 FROM evidence_head",
+    )
+    .fetch_optional(&mut *tx)
+    .await?
+    .unwrap_or(ChainHead {
+        seq: -1,
+        sha256: String::new(),
+    });
+    if head != *end {
+        let head_seq = head.seq;
+        return Ok(Some(VerifyProblem::at_record(
+            head_seq,
+            None,
+            format!(
+                "the chain's head names record {head_seq}, but the log ends at record {last}: records at the end were deleted or the head was altered"
+            ),
+        )));
+    }
+    Ok(expect.filter(|k| k.seq > last).map(|kept| {
+        VerifyProblem::at_record(
+            kept.seq,
+            None,
+            format!(
+                "the head kept earlier ({kept}) names record {}, but the log ends at record {last}: records were removed and the log rewritten, or the head was kept from another database",
+                kept.seq
+            ),
+        )
+    }))
+}
+
+/// A record that held its candidate for a person.
+#[derive(sqlx::FromRow)]
+struct UnqueuedRow {
+    seq: i64,
+    candidate_kind: String,
+    candidate_id: i64,
+}
+
+/// A review queue row with the record it names (null-extended when there is none) and
+/// what the log says about its candidate.
+#[derive(sqlx::FromRow)]
+struct QueueRow {
+    candidate_kind: String,
+    candidate_id: i64,
+    state: String,
+    evidence_seq: i64,
+    decision: Option<String>,
+    record_kind: Option<String>,
+    record_id: Option<i64>,
+    latest_seq: Option<i64>,
+    policy_decision: Option<String>,
+}
+
 /// A review queue that its evidence records do not support: a row set to `promoted` with
 /// plain SQL, say, one added for a candidate the policy did not hold for a person, or a
 /// held candidate's row deleted. (A candidate's state is its latest record, so no row can
 /// promote anything; but the queue is what people work from.)
 async fn promotion_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyProblem>> {
-    let unqueued = sqlx::query(
+    let unqueued = sqlx::query_as::<_, UnqueuedRow>(
         "SELECT e.seq, e.candidate_kind, e.candidate_id FROM evidence e
          WHERE e.decision = 'review'
            AND NOT EXISTS (SELECT 1 FROM promotions p
@@ -287,40 +351,38 @@ async fn promotion_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyP
     .await?;
     if let Some(r) = unqueued {
         return Ok(Some(VerifyProblem::at_record(
-            r.try_get(0)?,
+            r.seq,
             Some(CandidateId {
-                kind: parse_label(r.try_get(1)?)?,
-                id: r.try_get(2)?,
+                kind: parse_label(r.candidate_kind)?,
+                id: r.candidate_id,
             }),
             "the policy held it for review, but the review queue has no row for it: the row was deleted"
                 .into(),
         )));
     }
-    let mut rows = sqlx::query(
+    let mut rows = sqlx::query_as::<_, QueueRow>(
         "SELECT p.candidate_kind, p.candidate_id, p.state, p.evidence_seq, e.decision,
-                e.candidate_kind, e.candidate_id,
+                e.candidate_kind AS record_kind, e.candidate_id AS record_id,
                 (SELECT max(x.seq) FROM evidence x
-                 WHERE x.candidate_kind = p.candidate_kind AND x.candidate_id = p.candidate_id),
+                 WHERE x.candidate_kind = p.candidate_kind AND x.candidate_id = p.candidate_id)
+                    AS latest_seq,
                 (SELECT x.decision FROM evidence x
                  WHERE x.candidate_kind = p.candidate_kind AND x.candidate_id = p.candidate_id
                    AND x.actor_kind = 'policy'
-                 ORDER BY x.seq LIMIT 1)
+                 ORDER BY x.seq LIMIT 1) AS policy_decision
          FROM promotions p LEFT JOIN evidence e ON e.seq = p.evidence_seq
          ORDER BY p.evidence_seq",
     )
     .fetch(&mut *tx);
     while let Some(r) = rows.try_next().await? {
         let id = CandidateId {
-            kind: parse_label(r.try_get(0)?)?,
-            id: r.try_get(1)?,
+            kind: parse_label(r.candidate_kind)?,
+            id: r.candidate_id,
         };
-        let state: PromotionState = parse_label(r.try_get(2)?)?;
-        let seq: i64 = r.try_get(3)?;
-        let decision: Option<String> = r.try_get(4)?;
-        let ekind: Option<String> = r.try_get(5)?;
-        let eid: Option<i64> = r.try_get(6)?;
-        let latest: Option<i64> = r.try_get(7)?;
-        let policy: Option<String> = r.try_get(8)?;
+        let state: PromotionState = parse_label(r.state)?;
+        let seq = r.evidence_seq;
+        let (ekind, eid, latest, policy) =
+            (r.record_kind, r.record_id, r.latest_seq, r.policy_decision);
         let problem = |what: String| Ok(Some(VerifyProblem::at_record(seq, Some(id), what)));
         if ekind.as_deref() != Some(id.kind.as_str()) || eid != Some(id.id) {
             return problem(
@@ -336,14 +398,8 @@ async fn promotion_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyP
                 policy.as_deref().unwrap_or("none")
             ));
         }
-        let decision: EvidenceDecision = parse_label(decision.unwrap_or_default())?;
-        let implied = match decision {
-            EvidenceDecision::Allow => PromotionState::Promoted,
-            EvidenceDecision::Review => PromotionState::Pending,
-            EvidenceDecision::Deny => PromotionState::Denied,
-            EvidenceDecision::Approve => PromotionState::Promoted,
-            EvidenceDecision::Reject => PromotionState::Rejected,
-        };
+        let decision: EvidenceDecision = parse_label(r.decision.unwrap_or_default())?;
+        let implied = PromotionState::after(decision);
         if implied != state {
             return problem(format!(
                 "its promotion state is {state} but its last decision ({decision}) makes it {implied}: the state was edited"
@@ -368,8 +424,31 @@ async fn promotion_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyP
 /// with their chunk (its primary key), and each quote compared with the chunk's text
 /// at the quote's offsets, which the first pass has tied to the revision's bytes.
 async fn sources_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyProblem>> {
+    if let Some(problem) = revisions_problem(tx).await? {
+        return Ok(Some(problem));
+    }
+    quotes_problem(tx).await
+}
+
+/// A revision's columns with its chunks' as arrays in order (null when it has none).
+#[derive(sqlx::FromRow)]
+struct RevisionRow {
+    id: i64,
+    document_id: i64,
+    sha256: String,
+    text: String,
+    ids: Option<Vec<i64>>,
+    starts: Option<Vec<i32>>,
+    ends: Option<Vec<i32>>,
+    shas: Option<Vec<String>>,
+    texts_ok: Option<Vec<bool>>,
+}
+
+/// Every revision against its sha256, then each of its chunks against the revision's
+/// bytes at its offsets: the first that differs.
+async fn revisions_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyProblem>> {
     {
-        let mut revisions = sqlx::query(
+        let mut revisions = sqlx::query_as::<_, RevisionRow>(
             "SELECT r.id, r.document_id, r.sha256, r.text, c.ids, c.starts, c.ends, c.shas,
                     c.texts_ok
              FROM document_revisions r
@@ -386,9 +465,9 @@ async fn sources_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyPro
         )
         .fetch(&mut *tx);
         while let Some(r) = revisions.try_next().await? {
-            let revision: (i64, i64) = (r.try_get(1)?, r.try_get(0)?);
-            let stored: String = r.try_get(2)?;
-            let text: String = r.try_get(3)?;
+            let revision: (i64, i64) = (r.document_id, r.id);
+            let stored = r.sha256;
+            let text = r.text;
             if crate::sha256_hex(text.as_bytes()) != stored {
                 return Ok(Some(VerifyProblem::in_source(
                     revision,
@@ -398,11 +477,11 @@ async fn sources_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyPro
                         .into(),
                 )));
             }
-            let ids: Vec<i64> = r.try_get::<Option<Vec<i64>>, _>(4)?.unwrap_or_default();
-            let starts: Vec<i32> = r.try_get::<Option<Vec<i32>>, _>(5)?.unwrap_or_default();
-            let ends: Vec<i32> = r.try_get::<Option<Vec<i32>>, _>(6)?.unwrap_or_default();
-            let shas: Vec<String> = r.try_get::<Option<Vec<String>>, _>(7)?.unwrap_or_default();
-            let texts_ok: Vec<bool> = r.try_get::<Option<Vec<bool>>, _>(8)?.unwrap_or_default();
+            let ids = r.ids.unwrap_or_default();
+            let starts = r.starts.unwrap_or_default();
+            let ends = r.ends.unwrap_or_default();
+            let shas = r.shas.unwrap_or_default();
+            let texts_ok = r.texts_ok.unwrap_or_default();
             let bytes = text.as_bytes();
             for ((((&id, &start), &end), sha), &text_ok) in
                 ids.iter().zip(&starts).zip(&ends).zip(&shas).zip(&texts_ok)
@@ -439,13 +518,31 @@ async fn sources_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyPro
             }
         }
     }
+    Ok(None)
+}
+
+/// A claim's quote with the revision's bytes at its offsets (null when the revision is
+/// gone).
+#[derive(sqlx::FromRow)]
+struct QuoteRow {
+    id: i64,
+    document_id: i64,
+    revision_id: i64,
+    quote_start: i32,
+    quote_end: i32,
+    quote: String,
+    now: Option<Vec<u8>>,
+}
+
+/// The first claim, in id order, whose quote is not its source's text at its offsets.
+async fn quotes_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyProblem>> {
     // A quote inside its chunk (every quote the gate accepts) is compared with the
     // chunk's text; one outside it, with the revision's.
-    let claim = sqlx::query(
+    let claim = sqlx::query_as::<_, QuoteRow>(
         "SELECT q.id, q.document_id, q.revision_id, q.quote_start, q.quote_end, q.quote,
                 (SELECT substring(convert_to(r.text, 'UTF8')
                                   FROM q.quote_start + 1 FOR q.quote_end - q.quote_start)
-                 FROM document_revisions r WHERE r.id = q.revision_id)
+                 FROM document_revisions r WHERE r.id = q.revision_id) AS now
          FROM claims q JOIN chunks ch ON ch.id = q.chunk_id
          WHERE (CASE WHEN q.quote_start >= ch.start_byte AND q.quote_end <= ch.end_byte
                      THEN substring(convert_to(ch.text, 'UTF8')
@@ -465,12 +562,11 @@ async fn sources_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyPro
     };
     let id = CandidateId {
         kind: RowKind::Claim,
-        id: r.try_get(0)?,
+        id: r.id,
     };
-    let (start, end): (i32, i32) = (r.try_get(3)?, r.try_get(4)?);
-    let quote: String = r.try_get(5)?;
-    let now: Option<Vec<u8>> = r.try_get(6)?;
-    let now = now.map_or_else(
+    let (start, end) = (r.quote_start, r.quote_end);
+    let quote = r.quote;
+    let now = r.now.map_or_else(
         || "nothing (the revision is gone)".to_owned(),
         |b| {
             format!(
@@ -480,7 +576,7 @@ async fn sources_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyPro
         },
     );
     Ok(Some(VerifyProblem::in_source(
-        (r.try_get(1)?, r.try_get(2)?),
+        (r.document_id, r.revision_id),
         None,
         Some(id),
         format!(

@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used)]
 
 use relata_core::{CLASSIFY_V1, CandidateId, Decision, JobId, Policy, RowKind, TaskVersion};
-use relata_store::{Passage, Store};
+use relata_store::{Passage, Store, Sweep};
 
 use crate::common::{
     TestDb, ada, classify_version, commit_all_contradict, extract_doc, extract_doc_judged_by,
@@ -184,7 +184,7 @@ async fn claims_are_attached_only_when_their_quote_lies_inside_the_passage() {
     let db = TestDb::new().await;
     let s = &db.store;
     let (claim, _) = clean_claim(s, "d1").await;
-    s.promote_pending(&Policy::shipped(), 100, true)
+    s.promote_pending(&Policy::shipped(), Sweep::batch(100))
         .await
         .unwrap();
     let found = s.retrieve_passages("Beta office harbour", 8).await.unwrap();
@@ -230,7 +230,7 @@ async fn a_claim_whose_source_was_edited_is_seen_not_to_hold() {
     let db = TestDb::new().await;
     let s = &db.store;
     let (claim, _) = clean_claim(s, "d1").await;
-    s.promote_pending(&Policy::shipped(), 100, true)
+    s.promote_pending(&Policy::shipped(), Sweep::batch(100))
         .await
         .unwrap();
     let question = "Beta office harbour";
@@ -295,7 +295,7 @@ async fn only_promoted_claims_are_attached() {
     let attached = s.attach_claims(&found).await.unwrap();
     assert!(attached.iter().all(Vec::is_empty), "{attached:?}");
 
-    s.promote_pending(&Policy::shipped(), 100, true)
+    s.promote_pending(&Policy::shipped(), Sweep::batch(100))
         .await
         .unwrap();
     let attached = attached_ids(s, &found).await;
@@ -334,7 +334,7 @@ async fn contradictions_are_of_the_current_classify_version_and_pending_ones_are
         relation_between(s, a, c).await,
     );
     // Claims promoted by the shipped policy; `contradicts` relations wait for a person.
-    s.promote_pending(&Policy::shipped(), 100, true)
+    s.promote_pending(&Policy::shipped(), Sweep::batch(100))
         .await
         .unwrap();
     s.review_decide(&[relation(ab)], Decision::Approve, &ada(), None, &via())

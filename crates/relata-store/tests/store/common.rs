@@ -202,7 +202,10 @@ pub fn via() -> relata_store::Via {
 /// kind), waiting for the chain if another run holds it.
 pub async fn judge(store: &Store) -> relata_store::PromoteSummary {
     store
-        .promote_pending(&relata_core::Policy::shipped(), 100, true)
+        .promote_pending(
+            &relata_core::Policy::shipped(),
+            relata_store::Sweep::batch(100),
+        )
         .await
         .expect("promote")
 }

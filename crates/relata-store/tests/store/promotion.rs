@@ -9,7 +9,9 @@ use relata_core::{
     CandidateId, Decision, EvidenceDecision, Policy, PolicyDecision, PromotionState, RowKind,
 };
 use relata_store::canonical::{self, Value};
-use relata_store::{ErrorKind, ExportRecord, RefusalReason, ReviewFilter, Store, StoreError};
+use relata_store::{
+    ErrorKind, ExportRecord, RefusalReason, ReviewFilter, Store, StoreError, Sweep, Wait,
+};
 use sqlx::Connection;
 
 use crate::common::{
@@ -381,7 +383,7 @@ async fn a_candidate_without_its_model_call_record_is_denied() {
     let allow_all: Vec<relata_core::Rule> =
         serde_json::from_str(r#"[{"name": "everything", "decision": "allow"}]"#).unwrap();
     let summary = s
-        .promote_pending(&Policy::new(allow_all).unwrap(), 100, true)
+        .promote_pending(&Policy::new(allow_all).unwrap(), Sweep::batch(100))
         .await
         .unwrap();
     let mut decided = summary.decided.clone();
@@ -827,14 +829,14 @@ async fn a_busy_chain_is_skipped_not_waited_for_by_the_background_promoter() {
         .await
         .unwrap();
     let summary = s
-        .promote_pending(&Policy::shipped(), 100, false)
+        .promote_pending(&Policy::shipped(), Sweep::batch(100).wait(Wait::SkipIfBusy))
         .await
         .unwrap();
     assert!(summary.busy);
     assert_eq!(summary.total(), 0);
     tx.rollback().await.unwrap();
     let summary = s
-        .promote_pending(&Policy::shipped(), 100, false)
+        .promote_pending(&Policy::shipped(), Sweep::batch(100).wait(Wait::SkipIfBusy))
         .await
         .unwrap();
     assert!(!summary.busy);
@@ -950,7 +952,7 @@ async fn a_pass_goes_on_from_its_cursor_and_a_pass_from_the_start_finds_what_it_
     let mut batches = Vec::new();
     loop {
         let summary = s
-            .promote_pending_after(&policy, 1, true, cursor)
+            .promote_pending(&policy, Sweep::batch(1).after(cursor))
             .await
             .unwrap();
         if summary.total() == 0 {
@@ -978,13 +980,16 @@ async fn a_pass_goes_on_from_its_cursor_and_a_pass_from_the_start_finds_what_it_
         .with(RowKind::Claim, late)
         .with(RowKind::Entity, i64::MAX);
     let summary = s
-        .promote_pending_after(&policy, 100, true, past)
+        .promote_pending(&policy, Sweep::batch(100).after(past))
         .await
         .unwrap();
     assert_eq!(summary.total(), 0, "{summary:?}");
     assert_eq!(state_of(s, claim(late)).await, PromotionState::Proposed);
     let summary = s
-        .promote_pending_after(&policy, 100, true, relata_store::PromoteCursor::START)
+        .promote_pending(
+            &policy,
+            Sweep::batch(100).after(relata_store::PromoteCursor::START),
+        )
         .await
         .unwrap();
     assert_eq!(summary.total(), 2, "{summary:?}");
@@ -1227,13 +1232,7 @@ async fn a_sweep_stops_at_its_ceiling() {
     assert_eq!(high.get(RowKind::Relation), 0);
     let (above, _) = clean_claim(s, "d2", "Gamma Ltd").await;
     let summary = s
-        .promote_pending_between(
-            &Policy::shipped(),
-            100,
-            true,
-            relata_store::PromoteCursor::START,
-            high,
-        )
+        .promote_pending(&Policy::shipped(), Sweep::batch(100).upto(high))
         .await
         .unwrap();
     assert_eq!(summary.total(), 2, "{summary:?}");
@@ -1528,7 +1527,7 @@ async fn a_stray_evidence_record_refuses_every_decision_with_a_sentence_naming_i
         .unwrap_err();
     refused(&e);
     let e = s
-        .promote_pending(&Policy::shipped(), 100, false)
+        .promote_pending(&Policy::shipped(), Sweep::batch(100).wait(Wait::SkipIfBusy))
         .await
         .unwrap_err();
     refused(&e);
