@@ -21,3 +21,4 @@ mod pairs;
 mod promotion;
 mod report;
 mod review_tokens;
+mod schema;
