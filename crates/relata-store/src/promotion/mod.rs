@@ -31,6 +31,12 @@
 //! writes and checks the hash chain, `candidate` reads committed rows back as the policy
 //! judges them, `sweep` judges and records verdicts, `review` serves the people who
 //! decide, and `verify` recomputes everything the log vouches for.
+//!
+//! [`Store::promote_pending`]: crate::Store::promote_pending
+//! [`Store::review_decide`]: crate::Store::review_decide
+//! [`Store::evidence_verify`]: crate::Store::evidence_verify
+//! [`Store::evidence_verify_against`]: crate::Store::evidence_verify_against
+//! [`StoreError::ChainBroken`]: crate::StoreError::ChainBroken
 
 // The column lists live here, before the submodules, so that every one of them reads a
 // record or a decided candidate the same way (macros are scoped by textual order).

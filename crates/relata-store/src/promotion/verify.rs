@@ -137,7 +137,7 @@ impl std::fmt::Display for VerifyProblem {
 impl Store {
     /// Recompute the chain (every record's hash and link), every candidate's hash and
     /// every promotion state against its record, then check every source against its
-    /// hashes and offsets ([`sources_problem`]); stop at the first disagreement.
+    /// hashes and offsets (`sources_problem`); stop at the first disagreement.
     pub async fn evidence_verify(&self) -> Result<VerifyReport> {
         self.evidence_verify_against(None).await
     }
