@@ -1949,14 +1949,50 @@ const PERSONAL: &[&str] = &[
 
 /// Read `text` (see the module docs).
 pub(crate) fn read(text: &str) -> Reading {
-    let all = pieces(text);
     let none = |why: &'static str| Reading {
         opening: Opening::NoMainClause(why),
         np: (0, 0),
         np_pronoun: false,
         verb: None,
     };
-    // Skip introductory phrases, each up to its comma.
+    let all = pieces(text);
+    let start = match past_introduction(&all) {
+        Ok(start) => start,
+        Err(why) => return none(why),
+    };
+    let clause = main_clause(&all, start);
+    let words = &clause.words;
+    if words.is_empty() {
+        return none("no words after its introductory phrase");
+    }
+    let Some(v) = (0..words.len()).find(|&k| finite(words, &clause.after_comma, k, 0)) else {
+        return none("no finite verb");
+    };
+    if v == 0 {
+        return none("no subject before its verb");
+    }
+    let np_words = &words[..subject_end(words, v)];
+    let np = (
+        np_words[0].at,
+        np_words[np_words.len() - 1].at + np_words[np_words.len() - 1].text.len(),
+    );
+    let np_end = np_words.len();
+    let head = &np_words[..clause.head_end.unwrap_or(np_end).clamp(1, np_end)];
+    let opening = match head_opening(text, head) {
+        Opening::Subject => unanchored_pronoun(text, np_words, np),
+        other => other,
+    };
+    Reading {
+        opening,
+        np,
+        np_pronoun: np_words.iter().any(|w| in_list(PERSONAL, &w.lower)),
+        verb: Some(main_verb(words, v)),
+    }
+}
+
+/// Where the main clause starts: past the introductory phrases, each up to its comma; or
+/// why there is no main clause.
+fn past_introduction(all: &[Piece<'_>]) -> Result<usize, &'static str> {
     let mut i = 0;
     while let Some(Piece::Word(first)) = all.get(i) {
         let l = first.lower.as_str();
@@ -1972,20 +2008,32 @@ pub(crate) fn read(text: &str) -> Reading {
         // comma) is only skipped when a comma follows.
         match all[i..].iter().position(|p| matches!(p, Piece::Comma)) {
             Some(c) => i += c + 1,
-            None if subordinate => return none("a subordinate clause with no main clause"),
+            None if subordinate => return Err("a subordinate clause with no main clause"),
             None if l.ends_with("ed") || l.ends_with("ing") || l == "born" || adverb_participle => {
-                return none("a participle phrase with no main clause");
+                return Err("a participle phrase with no main clause");
             }
             None => break,
         }
     }
-    // The clause's words, with non-restrictive relative clauses (", which …,") left out.
+    Ok(i)
+}
+
+/// The main clause's words, with non-restrictive relative clauses (", which …,") left out.
+struct Clause<'p, 'a> {
+    words: Vec<&'p Word<'a>>,
+    /// Whether each word follows a comma directly.
+    after_comma: Vec<bool>,
+    /// Where the head of the opening noun phrase ends: at its first comma or relative
+    /// pronoun.
+    head_end: Option<usize>,
+}
+
+fn main_clause<'p, 'a>(all: &'p [Piece<'a>], start: usize) -> Clause<'p, 'a> {
     let mut words: Vec<&Word<'_>> = Vec::new();
-    // Whether each word follows a comma directly.
     let mut after_comma: Vec<bool> = Vec::new();
     let mut comma = false;
     let mut head_end: Option<usize> = None;
-    let mut k = i;
+    let mut k = start;
     while k < all.len() {
         match &all[k] {
             Piece::Comma => {
@@ -2015,16 +2063,16 @@ pub(crate) fn read(text: &str) -> Reading {
         }
         k += 1;
     }
-    if words.is_empty() {
-        return none("no words after its introductory phrase");
+    Clause {
+        words,
+        after_comma,
+        head_end,
     }
-    let Some(v) = (0..words.len()).find(|&k| finite(&words, &after_comma, k, 0)) else {
-        return none("no finite verb");
-    };
-    if v == 0 {
-        return none("no subject before its verb");
-    }
-    // Adverbs before the verb belong to the verb: "Marie Curie never won …".
+}
+
+/// Where the opening noun phrase ends, before the finite verb at `v`: adverbs before the
+/// verb belong to the verb ("Marie Curie never won …").
+fn subject_end(words: &[&Word<'_>], v: usize) -> usize {
     let mut np_end = v;
     while np_end > 1 && {
         let l = words[np_end - 1].lower.as_str();
@@ -2032,12 +2080,11 @@ pub(crate) fn read(text: &str) -> Reading {
     } {
         np_end -= 1;
     }
-    let np_words = &words[..np_end];
-    let head = &np_words[..head_end.unwrap_or(np_end).clamp(1, np_end)];
-    let np = (
-        np_words[0].at,
-        np_words[np_words.len() - 1].at + np_words[np_words.len() - 1].text.len(),
-    );
+    np_end
+}
+
+/// How the head of the opening noun phrase opens the statement.
+fn head_opening(text: &str, head: &[&Word<'_>]) -> Opening {
     let phrase = || {
         let last = head[head.len() - 1];
         text[head[0].at..last.at + last.text.len()].to_owned()
@@ -2050,7 +2097,7 @@ pub(crate) fn read(text: &str) -> Reading {
         || figure(head[0])
         || (head.len() > 1 && figure(head[head.len() - 1]));
     let pointing = head.iter().any(|w| in_list(POINTING, &w.lower));
-    let opening = if !named && in_list(PRONOUNS, first) && head.len() == 1 {
+    if !named && in_list(PRONOUNS, first) && head.len() == 1 {
         Opening::Pronoun(phrase())
     } else if !named && (in_list(POINTING, first) || (pointing && in_list(QUANTIFIERS, first))) {
         // "This method", "Its plot", "Many of these works".
@@ -2062,50 +2109,42 @@ pub(crate) fn read(text: &str) -> Reading {
         Opening::Definite(phrase())
     } else {
         Opening::Subject
-    };
-    let np_pronoun = np_words.iter().any(|w| in_list(PERSONAL, &w.lower));
-    // A possessive or pronoun inside the phrase with no name before it for it to stand for:
-    // "The first six of its twelve books" leans on the text before as "Its plot" does.
-    let opening = match opening {
-        Opening::Subject => {
-            let anchored = |before: &[&Word]| {
-                before.iter().enumerate().any(|(i, w)| {
-                    capitalised(w)
-                        && (i > 0
-                            || !(matches!(w.lower.as_str(), "the" | "a" | "an")
-                                || in_list(QUANTIFIERS, &w.lower)
-                                || in_list(POINTING, &w.lower)))
-                })
-            };
-            match np_words.iter().position(|w| in_list(PERSONAL, &w.lower)) {
-                Some(p) if !anchored(&np_words[..p]) => {
-                    Opening::Pointing(text[np.0..np.1].to_owned())
-                }
-                _ => Opening::Subject,
-            }
-        }
-        other => other,
-    };
-    let verb = {
-        let finite = words[v].lower.as_str();
-        let carried = in_list(AUXILIARIES, finite)
-            .then(|| {
-                words[v + 1..].iter().take(3).find(|w| {
-                    inflected_verb(&w.lower) || (w.lower.len() > 4 && w.lower.ends_with("ed"))
-                })
-            })
-            .flatten();
-        Some(match carried {
-            Some(w) => w.lower.clone(),
-            None if matches!(finite, "is" | "are" | "was" | "were" | "am") => "be".to_owned(),
-            None => finite.to_owned(),
+    }
+}
+
+/// A subject that holds a possessive or pronoun with no name before it for it to stand
+/// for: "The first six of its twelve books" leans on the text before as "Its plot" does.
+fn unanchored_pronoun(text: &str, np_words: &[&Word<'_>], np: (usize, usize)) -> Opening {
+    let anchored = |before: &[&Word]| {
+        before.iter().enumerate().any(|(i, w)| {
+            capitalised(w)
+                && (i > 0
+                    || !(matches!(w.lower.as_str(), "the" | "a" | "an")
+                        || in_list(QUANTIFIERS, &w.lower)
+                        || in_list(POINTING, &w.lower)))
         })
     };
-    Reading {
-        opening,
-        np,
-        np_pronoun,
-        verb,
+    match np_words.iter().position(|w| in_list(PERSONAL, &w.lower)) {
+        Some(p) if !anchored(&np_words[..p]) => Opening::Pointing(text[np.0..np.1].to_owned()),
+        _ => Opening::Subject,
+    }
+}
+
+/// The main verb, lowercased: the finite verb at `v`, or the participle an auxiliary
+/// carries; a bare form of "to be" is "be".
+fn main_verb(words: &[&Word<'_>], v: usize) -> String {
+    let finite = words[v].lower.as_str();
+    let carried = in_list(AUXILIARIES, finite)
+        .then(|| {
+            words[v + 1..].iter().take(3).find(|w| {
+                inflected_verb(&w.lower) || (w.lower.len() > 4 && w.lower.ends_with("ed"))
+            })
+        })
+        .flatten();
+    match carried {
+        Some(w) => w.lower.clone(),
+        None if matches!(finite, "is" | "are" | "was" | "were" | "am") => "be".to_owned(),
+        None => finite.to_owned(),
     }
 }
 
