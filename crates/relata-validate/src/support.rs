@@ -1065,126 +1065,38 @@ impl Support {
     /// into the context the statement's words were found (`Some(k)`: up to phrase `k`;
     /// `None`: the source alone supports it).
     pub(crate) fn unsupported(&self, claim: ClaimText<'_>) -> Result<Option<usize>, String> {
-        let settings = &self.settings;
         let statement = self.words(claim.statement);
         let quote = self.words(claim.quote);
-        let pool = Pool::new(&quote.words);
-        let context: Vec<Words> = claim.context.iter().map(|c| self.words(c)).collect();
-        let used: std::cell::Cell<Option<usize>> = std::cell::Cell::new(None);
-        let note = |k: usize| used.set(Some(used.get().map_or(k, |u| u.max(k))));
-        // A word missing from the source may be one of the referred-to subject's words.
-        let from_context = |w: &Word| -> bool {
-            match context.iter().position(|c| found(w, &c.words)) {
-                Some(k) => {
-                    note(k);
-                    true
-                }
-                None => false,
-            }
-        };
+        let context = Referents::new(claim.context.iter().map(|c| self.words(c)).collect());
+        damaged(claim.statement, &statement, &quote)?;
+        figures_missing(claim, &context)?;
+        one_sided_negation(&statement, &quote)?;
+        numbers_missing(&statement, &quote, &context)?;
+        self.words_missing(claim, &statement, &quote, &context)?;
+        // 12. A near copy with one content word swapped ("seven are core electrons" for
+        // "seven are valence electrons").
+        if let Some((said, was)) = swapped_word(&statement.words, &quote.words) {
+            return Err(format!(
+                "the statement copies its quote with {} in place of {}",
+                excerpt(&said, 24),
+                excerpt(&was, 24)
+            ));
+        }
+        referent_unnamed(claim, &statement, &context)?;
+        Ok(context.used.get())
+    }
 
-        // 6. A statement cut mid-phrase.
-        if let Some(last) = dangling_end(claim.statement) {
-            return Err(format!(
-                "the statement ends on {} and so is cut mid-phrase",
-                excerpt(last, 24)
-            ));
-        }
-        // 7. A word repeated in a loop.
-        if let Some((word, times, in_quote)) = stutter(&statement.words, &quote.words) {
-            return Err(format!(
-                "the statement repeats {} {times} times, its quote {in_quote}",
-                excerpt(word, 24)
-            ));
-        }
-        // 1. Figures: in the source, or in the subject it refers to.
-        if let Some(detail) = figures_not_in(claim.statement, claim.quote) {
-            let with: String = std::iter::once(claim.quote)
-                .chain(claim.context.iter().map(String::as_str))
-                .collect::<Vec<_>>()
-                .join(" ");
-            if claim.context.is_empty() || figures_not_in(claim.statement, &with).is_some() {
-                return Err(detail);
-            }
-            note(claim.context.len() - 1);
-        }
-        // 4. Negation on one side only.
-        // A negation in the quote counts where the statement's words are drawn from (two
-        // words either side of them): "… and is never found in nature" does not negate
-        // "is almost always found with lanthanides" earlier in the same sentence.
-        let drawn: Vec<usize> = statement
-            .words
-            .iter()
-            .filter_map(|w| {
-                quote
-                    .words
-                    .iter()
-                    .position(|q| q.lower == w.lower || q.stem == w.stem)
-            })
-            .collect();
-        let quote_negated = match (drawn.iter().min(), drawn.iter().max()) {
-            (Some(&lo), Some(&hi)) => quote
-                .negation_at
-                .iter()
-                .any(|&at| at + 2 >= lo && at <= hi + 2),
-            _ => quote.negations > 0,
-        };
-        if (statement.negations > 0) != quote_negated {
-            let side = if statement.negations > 0 {
-                "the statement is negated and its quote is not"
-            } else {
-                "the quote is negated and the statement is not"
-            };
-            return Err(side.to_owned());
-        }
-        // 1b. Numbers written as words, all required.
-        let missing_numbers: Vec<&str> = statement
-            .words
-            .iter()
-            .filter(|w| number_word(&w.lower))
-            .filter(|w| !quote.words.iter().any(|q| q.lower == w.lower) && !from_context(w))
-            .map(|w| &*w.lower)
-            .collect();
-        if !missing_numbers.is_empty() {
-            return Err(format!(
-                "number(s) in the statement not in the quote: {}",
-                missing_numbers
-                    .iter()
-                    .map(|w| excerpt(w, 24))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-        // 2. Names, all required; 3. other content words, by share.
-        let mut missing_names: Vec<&str> = Vec::new();
-        let mut missing: Vec<&str> = Vec::new();
-        let mut ordinary = 0usize;
-        let mut missing_verbs: Vec<&str> = Vec::new();
-        for w in statement.words.iter().filter(|w| !w.numeric) {
-            let here = pool.has(w) || from_context(w);
-            if w.capitalised {
-                if !here {
-                    missing_names.push(&w.lower);
-                }
-            } else if w.verb {
-                if !here {
-                    missing_verbs.push(&w.lower);
-                }
-            } else {
-                ordinary += 1;
-                if !here {
-                    missing.push(&w.lower);
-                }
-            }
-        }
-        let list = |ws: &[&str]| {
-            ws.iter()
-                .take(6)
-                .map(|w| excerpt(w, 24))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        if !missing_names.is_empty() {
+    /// Rules 2, 9, 10 and 3: names, verbs and words of direction or rank, all required;
+    /// other content words, by share.
+    fn words_missing(
+        &self,
+        claim: ClaimText<'_>,
+        statement: &Words,
+        quote: &Words,
+        context: &Referents,
+    ) -> Result<(), String> {
+        let missing = Missing::tally(statement, &Pool::new(&quote.words), context);
+        if !missing.names.is_empty() {
             let whence = if claim.context.is_empty() {
                 ""
             } else {
@@ -1192,14 +1104,14 @@ impl Support {
             };
             return Err(format!(
                 "name(s) in the statement not in the quote{whence}: {}",
-                list(&missing_names)
+                listed(&missing.names)
             ));
         }
         // 9. Verbs, all required: the verb is the relation ("designed", "destroyed").
-        if !missing_verbs.is_empty() {
+        if !missing.verbs.is_empty() {
             return Err(format!(
                 "verb(s) in the statement not in the quote: {}",
-                list(&missing_verbs)
+                listed(&missing.verbs)
             ));
         }
         // 10. Words that set a direction or a rank ("north", "largest", "least"), all
@@ -1210,43 +1122,210 @@ impl Support {
                 excerpt(&w, 24)
             ));
         }
+        let ordinary = missing.ordinary_total;
         if ordinary > 0 {
-            let share = (ordinary - missing.len()) as f64 / ordinary as f64;
-            if share < settings.min_share {
+            let share = (ordinary - missing.ordinary.len()) as f64 / ordinary as f64;
+            if share < self.settings.min_share {
                 return Err(format!(
                     "statement words not in the quote: {} ({} of {} found; {:.0}% required)",
-                    list(&missing),
-                    ordinary - missing.len(),
+                    listed(&missing.ordinary),
+                    ordinary - missing.ordinary.len(),
                     ordinary,
-                    settings.min_share * 100.0
+                    self.settings.min_share * 100.0
                 ));
             }
         }
-        // 12. A near copy with one content word swapped ("seven are core electrons" for
-        // "seven are valence electrons").
-        if let Some((said, was)) = swapped_word(&statement.words, &quote.words) {
-            return Err(format!(
-                "the statement copies its quote with {} in place of {}",
-                excerpt(&said, 24),
-                excerpt(&was, 24)
-            ));
+        Ok(())
+    }
+}
+
+/// The subjects of the sentences a source refers back to, nearest first, and how far back
+/// into them the statement's words were found.
+struct Referents {
+    phrases: Vec<Words>,
+    used: std::cell::Cell<Option<usize>>,
+}
+
+impl Referents {
+    fn new(phrases: Vec<Words>) -> Self {
+        Referents {
+            phrases,
+            used: std::cell::Cell::new(None),
         }
-        // 8. The referent: "It is bordered by Rajasthan …" does not make Rajasthan the
-        // thing that is bordered.
-        if claim.referent_required
-            && !context.is_empty()
-            && !statement
+    }
+
+    /// The statement drew on the context up to phrase `k`.
+    fn note(&self, k: usize) {
+        self.used.set(Some(self.used.get().map_or(k, |u| u.max(k))));
+    }
+
+    /// A word missing from the source may be one of the referred-to subject's words.
+    fn has(&self, w: &Word) -> bool {
+        match self.phrases.iter().position(|c| found(w, &c.words)) {
+            Some(k) => {
+                self.note(k);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// 6. A statement cut mid-phrase; 7. a word repeated in a loop.
+fn damaged(text: &str, statement: &Words, quote: &Words) -> Result<(), String> {
+    if let Some(last) = dangling_end(text) {
+        return Err(format!(
+            "the statement ends on {} and so is cut mid-phrase",
+            excerpt(last, 24)
+        ));
+    }
+    if let Some((word, times, in_quote)) = stutter(&statement.words, &quote.words) {
+        return Err(format!(
+            "the statement repeats {} {times} times, its quote {in_quote}",
+            excerpt(word, 24)
+        ));
+    }
+    Ok(())
+}
+
+/// 1. Figures: in the source, or in the subject it refers to.
+fn figures_missing(claim: ClaimText<'_>, context: &Referents) -> Result<(), String> {
+    if let Some(detail) = figures_not_in(claim.statement, claim.quote) {
+        let with: String = std::iter::once(claim.quote)
+            .chain(claim.context.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        if claim.context.is_empty() || figures_not_in(claim.statement, &with).is_some() {
+            return Err(detail);
+        }
+        context.note(claim.context.len() - 1);
+    }
+    Ok(())
+}
+
+/// 4. Negation on one side only.
+fn one_sided_negation(statement: &Words, quote: &Words) -> Result<(), String> {
+    // A negation in the quote counts where the statement's words are drawn from (two
+    // words either side of them): "… and is never found in nature" does not negate
+    // "is almost always found with lanthanides" earlier in the same sentence.
+    let drawn: Vec<usize> = statement
+        .words
+        .iter()
+        .filter_map(|w| {
+            quote
                 .words
                 .iter()
-                .any(|w| !w.numeric && context.iter().any(|c| found_exact(w, &c.words)))
-        {
-            return Err(format!(
-                "the quote's subject refers back and the statement does not name what it refers to ({})",
-                excerpt(&claim.context.join("; "), 60)
-            ));
-        }
-        Ok(used.get())
+                .position(|q| q.lower == w.lower || q.stem == w.stem)
+        })
+        .collect();
+    let quote_negated = match (drawn.iter().min(), drawn.iter().max()) {
+        (Some(&lo), Some(&hi)) => quote
+            .negation_at
+            .iter()
+            .any(|&at| at + 2 >= lo && at <= hi + 2),
+        _ => quote.negations > 0,
+    };
+    if (statement.negations > 0) != quote_negated {
+        let side = if statement.negations > 0 {
+            "the statement is negated and its quote is not"
+        } else {
+            "the quote is negated and the statement is not"
+        };
+        return Err(side.to_owned());
     }
+    Ok(())
+}
+
+/// 1b. Numbers written as words, all required.
+fn numbers_missing(statement: &Words, quote: &Words, context: &Referents) -> Result<(), String> {
+    let missing: Vec<&str> = statement
+        .words
+        .iter()
+        .filter(|w| number_word(&w.lower))
+        .filter(|w| !quote.words.iter().any(|q| q.lower == w.lower) && !context.has(w))
+        .map(|w| &*w.lower)
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "number(s) in the statement not in the quote: {}",
+            missing
+                .iter()
+                .map(|w| excerpt(w, 24))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    Ok(())
+}
+
+/// The statement's words (figures aside) found neither in the source nor in the context,
+/// by kind.
+struct Missing<'s> {
+    names: Vec<&'s str>,
+    verbs: Vec<&'s str>,
+    ordinary: Vec<&'s str>,
+    /// All the statement's ordinary content words, found or not.
+    ordinary_total: usize,
+}
+
+impl<'s> Missing<'s> {
+    fn tally(statement: &'s Words, pool: &Pool<'_>, context: &Referents) -> Self {
+        let mut missing = Missing {
+            names: Vec::new(),
+            verbs: Vec::new(),
+            ordinary: Vec::new(),
+            ordinary_total: 0,
+        };
+        for w in statement.words.iter().filter(|w| !w.numeric) {
+            let here = pool.has(w) || context.has(w);
+            if w.capitalised {
+                if !here {
+                    missing.names.push(&w.lower);
+                }
+            } else if w.verb {
+                if !here {
+                    missing.verbs.push(&w.lower);
+                }
+            } else {
+                missing.ordinary_total += 1;
+                if !here {
+                    missing.ordinary.push(&w.lower);
+                }
+            }
+        }
+        missing
+    }
+}
+
+/// Up to six words, quoted, for a reason's detail.
+fn listed(ws: &[&str]) -> String {
+    ws.iter()
+        .take(6)
+        .map(|w| excerpt(w, 24))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Rule 8, the referent: "It is bordered by Rajasthan …" does not make Rajasthan the
+/// thing that is bordered.
+fn referent_unnamed(
+    claim: ClaimText<'_>,
+    statement: &Words,
+    context: &Referents,
+) -> Result<(), String> {
+    if claim.referent_required
+        && !context.phrases.is_empty()
+        && !statement
+            .words
+            .iter()
+            .any(|w| !w.numeric && context.phrases.iter().any(|c| found_exact(w, &c.words)))
+    {
+        return Err(format!(
+            "the quote's subject refers back and the statement does not name what it refers to ({})",
+            excerpt(&claim.context.join("; "), 60)
+        ));
+    }
+    Ok(())
 }
 
 /// In a statement that copies its quote (at least four of every five of its content words
