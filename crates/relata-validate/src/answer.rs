@@ -223,26 +223,7 @@ pub fn judge_answer(config: &AnswerConfig, sources: &[&str], raw: &[u8]) -> Answ
         Ok(v) => v,
         Err(e) => return AnswerJudgement::rejected((e.reason, e.detail)),
     };
-    let parsed = (|| {
-        let [answer, citations, found] =
-            fields(&v, "the response", ["answer", "citations", "found"])?;
-        let answer = string(answer, "answer", bounds::ANSWER_MAX_CHARS)?;
-        let citations = array(citations, "citations", bounds::MAX_CITATIONS)?
-            .iter()
-            .map(|c| string(c, "citations", bounds::SOURCE_HANDLE_MAX_CHARS))
-            .collect::<Result<Vec<&str>, Fail>>()?;
-        let found = match found {
-            Json::Bool(b) => *b,
-            other => {
-                return Err((
-                    Reason::Schema,
-                    format!("\"found\" is {}, not a boolean", other.type_name()),
-                ));
-            }
-        };
-        Ok((answer, citations, found))
-    })();
-    let (prose, cited, found) = match parsed {
+    let (prose, cited, found) = match answer_fields(&v) {
         Ok(x) => x,
         Err(f) => return AnswerJudgement::rejected(f),
     };
@@ -252,35 +233,8 @@ pub fn judge_answer(config: &AnswerConfig, sources: &[&str], raw: &[u8]) -> Answ
         rejections: Vec::new(),
         warnings: Vec::new(),
     };
-    let (inline, without_markers) = markers(prose);
-
     // Layer 3, structural: every handle resolves to a source that was sent.
-    let resolve = |s: &str| {
-        SourceHandle::parse(s)
-            .ok()
-            .filter(|h| h.index() < sources.len())
-    };
-    let mut citations: Vec<SourceHandle> = Vec::new();
-    let mut unknown: Vec<String> = Vec::new();
-    for c in &cited {
-        match resolve(c) {
-            Some(h) if !citations.contains(&h) => citations.push(h),
-            Some(_) => {}
-            None => unknown.push(format!("citation {}", excerpt(c, 12))),
-        }
-    }
-    let mut marked: BTreeSet<SourceHandle> = BTreeSet::new();
-    for m in &inline {
-        match resolve(m) {
-            Some(h) => {
-                marked.insert(h);
-            }
-            None => unknown.push(format!(
-                "marker [{}]",
-                relata_core::text::head_chars(m, 12).0
-            )),
-        }
-    }
+    let (answer, unknown) = Answer::resolve(sources, prose, cited);
     j.check(AnswerCheck::HandleKnown, Reason::UnknownHandle, || {
         (!unknown.is_empty()).then(|| {
             format!(
@@ -290,154 +244,196 @@ pub fn judge_answer(config: &AnswerConfig, sources: &[&str], raw: &[u8]) -> Answ
             )
         })
     });
-
-    let norm = collapse(prose);
     if found {
-        j.check(AnswerCheck::Degenerate, Reason::Degenerate, || {
-            let bare = collapse(&without_markers);
-            let core = bare.trim_matches(|c: char| !c.is_alphanumeric());
-            if ANSWER_PLACEHOLDERS.contains(&lower(core).as_str()) {
-                return Some(format!("a placeholder: {}", excerpt(&bare, 30)));
-            }
-            degenerate(&bare, bounds::ANSWER_MIN_CHARS, bounds::ANSWER_MIN_WORDS)
-        });
-        let cited_set: BTreeSet<SourceHandle> = citations.iter().copied().collect();
-        j.warn(
-            AnswerCheck::MarkersMatch,
-            Warning::MarkerMismatch,
-            Reason::Inconsistent,
-            || {
-                let not_cited: Vec<String> = marked
-                    .difference(&cited_set)
-                    .map(|h| h.to_string())
-                    .collect();
-                let not_marked: Vec<String> = cited_set
-                    .difference(&marked)
-                    .map(|h| h.to_string())
-                    .collect();
-                let mut parts = Vec::new();
-                if !not_cited.is_empty() {
-                    parts.push(format!("marked but not cited: {}", not_cited.join(", ")));
-                }
-                if !not_marked.is_empty() {
-                    parts.push(format!("cited but never marked: {}", not_marked.join(", ")));
-                }
-                (!parts.is_empty()).then(|| parts.join("; "))
-            },
-        );
-        j.warn(
-            AnswerCheck::FigureInSources,
-            Warning::FigureNotInSources,
-            Reason::Inconsistent,
-            || {
-                let have: Vec<_> = citations
-                    .iter()
-                    .flat_map(|h| figures(sources[h.index()]))
-                    .collect();
-                let missing: Vec<String> = figures(&without_markers)
-                    .into_iter()
-                    .filter(|f| {
-                        !have.contains(f)
-                            && !citations
-                                .iter()
-                                .any(|h| crate::text::spelled_in(f, sources[h.index()]))
-                    })
-                    .take(5)
-                    .map(|f| excerpt(&f, 20))
-                    .collect();
-                (!missing.is_empty()).then(|| {
-                    format!(
-                        "figure(s) in the answer found in no cited source: {}",
-                        missing.join(", ")
-                    )
-                })
-            },
-        );
-        j.warn(
-            AnswerCheck::CitationSupported,
-            Warning::CitationUnsupported,
-            Reason::Unsupported,
-            || {
-                let support = crate::support::Support::new(Default::default());
-                let mut unsupported = Vec::new();
-                // Prose with no marker at all (what small models write) is judged sentence by
-                // sentence against every source it cites.
-                let unmarked = inline.is_empty();
-                for sentence in answer_sentences(prose) {
-                    let (marks, bare) = markers(sentence);
-                    let cited: BTreeSet<SourceHandle> = if unmarked {
-                        citations.iter().copied().collect()
-                    } else {
-                        marks.iter().filter_map(|m| resolve(m)).collect()
-                    };
-                    if cited.is_empty() {
-                        continue;
-                    }
-                    let quote = cited
-                        .iter()
-                        .map(|h| sources[h.index()])
-                        .collect::<Vec<_>>()
-                        .join("\n");
-                    let claim = crate::support::ClaimText {
-                        statement: bare.trim(),
-                        quote: &quote,
-                        context: &[],
-                        referent_required: false,
-                    };
-                    if let Err(why) = support.unsupported(claim) {
-                        let shown: Vec<String> = cited.iter().map(|h| h.to_string()).collect();
-                        unsupported.push(format!(
-                            "{} not supported by {}: {why}",
-                            excerpt(bare.trim(), 60),
-                            shown.join(", ")
-                        ));
-                    }
-                }
-                (!unsupported.is_empty()).then(|| unsupported.join("; "))
-            },
-        );
-        // An answer that says the sources do not answer while claiming they do: not
-        // repaired into an abstention (output is never repaired), refused as inconsistent.
-        j.check(AnswerCheck::Abstention, Reason::BadAbstention, || {
-            let bare = collapse(&without_markers);
-            let said = bare.trim().trim_end_matches('.').to_lowercase();
-            let abstention = ANSWER_ABSTENTION.trim_end_matches('.').to_lowercase();
-            said.contains(&abstention)
-                .then(|| "\"found\" is true but the answer is the abstention sentence".to_owned())
-        });
-        // Layer 4, structural: a found answer cites something.
-        j.check(AnswerCheck::Cited, Reason::UncitedAnswer, || {
-            cited.is_empty().then(|| {
-                "\"found\" is true and \"citations\" is empty: an answer with no source".to_owned()
-            })
-        });
+        j.judge_found(&answer);
     } else {
-        j.check(AnswerCheck::Abstention, Reason::BadAbstention, || {
-            if !cited.is_empty() {
-                Some(format!(
-                    "\"found\" is false but {} source(s) are cited",
-                    cited.len()
-                ))
-            } else if norm != ANSWER_ABSTENTION {
-                Some(format!(
-                    "\"found\" is false and the answer is {}, not the abstention sentence",
-                    excerpt(&norm, 60)
-                ))
-            } else {
-                None
-            }
-        });
+        j.judge_not_found(&answer);
     }
 
     let accepted = j.rejections.is_empty().then(|| AcceptedAnswer {
         prose: prose.to_owned(),
-        citations,
+        citations: answer.citations,
         found,
     });
     AnswerJudgement {
         accepted,
         rejections: j.rejections,
         warnings: j.warnings,
+    }
+}
+
+/// The response's three fields, typed: the answer's prose, its citations as written, and
+/// whether it says the sources answer.
+fn answer_fields<'j>(v: &'j Json<'_>) -> Result<(&'j str, Vec<&'j str>, bool), Fail> {
+    let [answer, citations, found] = fields(v, "the response", ["answer", "citations", "found"])?;
+    let answer = string(answer, "answer", bounds::ANSWER_MAX_CHARS)?;
+    let citations = array(citations, "citations", bounds::MAX_CITATIONS)?
+        .iter()
+        .map(|c| string(c, "citations", bounds::SOURCE_HANDLE_MAX_CHARS))
+        .collect::<Result<Vec<&str>, Fail>>()?;
+    let found = match found {
+        Json::Bool(b) => *b,
+        other => {
+            return Err((
+                Reason::Schema,
+                format!("\"found\" is {}, not a boolean", other.type_name()),
+            ));
+        }
+    };
+    Ok((answer, citations, found))
+}
+
+/// The source `s` names, if it is one that was sent.
+fn resolve(sources: &[&str], s: &str) -> Option<SourceHandle> {
+    SourceHandle::parse(s)
+        .ok()
+        .filter(|h| h.index() < sources.len())
+}
+
+/// An answer with its handles resolved against the sources sent.
+struct Answer<'a> {
+    sources: &'a [&'a str],
+    prose: &'a str,
+    /// The "citations" field as written.
+    cited: Vec<&'a str>,
+    /// The cited sources that were sent, each once, in the order first cited.
+    citations: Vec<SourceHandle>,
+    /// The inline markers ("[S1]") as written.
+    inline: Vec<&'a str>,
+    /// The marked sources that were sent.
+    marked: BTreeSet<SourceHandle>,
+    /// The prose with its markers taken out.
+    without_markers: String,
+}
+
+impl<'a> Answer<'a> {
+    /// The answer, and each citation or marker that names no source sent.
+    fn resolve(sources: &'a [&'a str], prose: &'a str, cited: Vec<&'a str>) -> (Self, Vec<String>) {
+        let (inline, without_markers) = markers(prose);
+        let mut citations: Vec<SourceHandle> = Vec::new();
+        let mut unknown: Vec<String> = Vec::new();
+        for c in &cited {
+            match resolve(sources, c) {
+                Some(h) if !citations.contains(&h) => citations.push(h),
+                Some(_) => {}
+                None => unknown.push(format!("citation {}", excerpt(c, 12))),
+            }
+        }
+        let mut marked: BTreeSet<SourceHandle> = BTreeSet::new();
+        for m in &inline {
+            match resolve(sources, m) {
+                Some(h) => {
+                    marked.insert(h);
+                }
+                None => unknown.push(format!(
+                    "marker [{}]",
+                    relata_core::text::head_chars(m, 12).0
+                )),
+            }
+        }
+        let answer = Answer {
+            sources,
+            prose,
+            cited,
+            citations,
+            inline,
+            marked,
+            without_markers,
+        };
+        (answer, unknown)
+    }
+
+    /// Sources marked but not cited, or cited but never marked.
+    fn marker_mismatch(&self) -> Option<String> {
+        let cited_set: BTreeSet<SourceHandle> = self.citations.iter().copied().collect();
+        let not_cited: Vec<String> = self
+            .marked
+            .difference(&cited_set)
+            .map(|h| h.to_string())
+            .collect();
+        let not_marked: Vec<String> = cited_set
+            .difference(&self.marked)
+            .map(|h| h.to_string())
+            .collect();
+        let mut parts = Vec::new();
+        if !not_cited.is_empty() {
+            parts.push(format!("marked but not cited: {}", not_cited.join(", ")));
+        }
+        if !not_marked.is_empty() {
+            parts.push(format!("cited but never marked: {}", not_marked.join(", ")));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+
+    /// Figures in the answer that no cited source holds, as figures or spelled out.
+    fn figures_not_cited(&self) -> Option<String> {
+        let sources = self.sources;
+        let have: Vec<_> = self
+            .citations
+            .iter()
+            .flat_map(|h| figures(sources[h.index()]))
+            .collect();
+        let missing: Vec<String> = figures(&self.without_markers)
+            .into_iter()
+            .filter(|f| {
+                !have.contains(f)
+                    && !self
+                        .citations
+                        .iter()
+                        .any(|h| crate::text::spelled_in(f, sources[h.index()]))
+            })
+            .take(5)
+            .map(|f| excerpt(&f, 20))
+            .collect();
+        (!missing.is_empty()).then(|| {
+            format!(
+                "figure(s) in the answer found in no cited source: {}",
+                missing.join(", ")
+            )
+        })
+    }
+
+    /// Sentences the sources they cite do not support.
+    fn unsupported_sentences(&self) -> Option<String> {
+        let support = crate::support::Support::new(Default::default());
+        let mut unsupported = Vec::new();
+        // Prose with no marker at all (what small models write) is judged sentence by
+        // sentence against every source it cites.
+        let unmarked = self.inline.is_empty();
+        for sentence in answer_sentences(self.prose) {
+            let (marks, bare) = markers(sentence);
+            let cited: BTreeSet<SourceHandle> = if unmarked {
+                self.citations.iter().copied().collect()
+            } else {
+                marks
+                    .iter()
+                    .filter_map(|m| resolve(self.sources, m))
+                    .collect()
+            };
+            if cited.is_empty() {
+                continue;
+            }
+            let quote = cited
+                .iter()
+                .map(|h| self.sources[h.index()])
+                .collect::<Vec<_>>()
+                .join("\n");
+            let claim = crate::support::ClaimText {
+                statement: bare.trim(),
+                quote: &quote,
+                context: &[],
+                referent_required: false,
+            };
+            if let Err(why) = support.unsupported(claim) {
+                let shown: Vec<String> = cited.iter().map(|h| h.to_string()).collect();
+                unsupported.push(format!(
+                    "{} not supported by {}: {why}",
+                    excerpt(bare.trim(), 60),
+                    shown.join(", ")
+                ));
+            }
+        }
+        (!unsupported.is_empty()).then(|| unsupported.join("; "))
     }
 }
 
@@ -500,6 +496,72 @@ impl Judge<'_> {
                 }),
             }
         }
+    }
+
+    /// The checks of an answer that says the sources answer.
+    fn judge_found(&mut self, answer: &Answer<'_>) {
+        self.check(AnswerCheck::Degenerate, Reason::Degenerate, || {
+            let bare = collapse(&answer.without_markers);
+            let core = bare.trim_matches(|c: char| !c.is_alphanumeric());
+            if ANSWER_PLACEHOLDERS.contains(&lower(core).as_str()) {
+                return Some(format!("a placeholder: {}", excerpt(&bare, 30)));
+            }
+            degenerate(&bare, bounds::ANSWER_MIN_CHARS, bounds::ANSWER_MIN_WORDS)
+        });
+        self.warn(
+            AnswerCheck::MarkersMatch,
+            Warning::MarkerMismatch,
+            Reason::Inconsistent,
+            || answer.marker_mismatch(),
+        );
+        self.warn(
+            AnswerCheck::FigureInSources,
+            Warning::FigureNotInSources,
+            Reason::Inconsistent,
+            || answer.figures_not_cited(),
+        );
+        self.warn(
+            AnswerCheck::CitationSupported,
+            Warning::CitationUnsupported,
+            Reason::Unsupported,
+            || answer.unsupported_sentences(),
+        );
+        // An answer that says the sources do not answer while claiming they do: not
+        // repaired into an abstention (output is never repaired), refused as inconsistent.
+        self.check(AnswerCheck::Abstention, Reason::BadAbstention, || {
+            let bare = collapse(&answer.without_markers);
+            let said = bare.trim().trim_end_matches('.').to_lowercase();
+            let abstention = ANSWER_ABSTENTION.trim_end_matches('.').to_lowercase();
+            said.contains(&abstention)
+                .then(|| "\"found\" is true but the answer is the abstention sentence".to_owned())
+        });
+        // Layer 4, structural: a found answer cites something.
+        self.check(AnswerCheck::Cited, Reason::UncitedAnswer, || {
+            answer.cited.is_empty().then(|| {
+                "\"found\" is true and \"citations\" is empty: an answer with no source".to_owned()
+            })
+        });
+    }
+
+    /// The check of an answer that says the sources do not answer: it is the abstention
+    /// sentence and cites nothing.
+    fn judge_not_found(&mut self, answer: &Answer<'_>) {
+        let norm = collapse(answer.prose);
+        self.check(AnswerCheck::Abstention, Reason::BadAbstention, || {
+            if !answer.cited.is_empty() {
+                Some(format!(
+                    "\"found\" is false but {} source(s) are cited",
+                    answer.cited.len()
+                ))
+            } else if norm != ANSWER_ABSTENTION {
+                Some(format!(
+                    "\"found\" is false and the answer is {}, not the abstention sentence",
+                    excerpt(&norm, 60)
+                ))
+            } else {
+                None
+            }
+        });
     }
 }
 
