@@ -716,111 +716,28 @@ fn check_claim<'j>(
         SourceRef::Sentence(_) => None,
     };
     row.check(Check::Degenerate, Reason::Degenerate, || {
-        degenerate(
-            &n_statement,
-            bounds::STATEMENT_MIN_CHARS,
-            bounds::STATEMENT_MIN_WORDS,
-        )
-        .map(|d| format!("statement: {d}"))
-        .or_else(|| {
-            let q = n_quote.as_deref()?;
-            degenerate(q, bounds::QUOTE_MIN_CHARS, bounds::QUOTE_MIN_WORDS)
-                .map(|d| format!("quote: {d}"))
-        })
-        .or_else(|| {
-            degenerate(&n_subject, bounds::NAME_MIN_CHARS, 1).map(|d| format!("subject: {d}"))
-        })
+        degenerate_claim(&n_statement, n_quote.as_deref(), &n_subject)
     })?;
-    let (start, end) = match source {
-        SourceRef::Sentence(span) => span,
-        // Structural (guarantee 5): always enabled, always rejecting.
-        SourceRef::Quote(quote) => {
-            match chunk.index.find_normalised(&n_quote.unwrap_or_default()) {
-                Some(span) => span,
-                None => {
-                    return fail(
-                        Reason::QuoteNotFound,
-                        format!(
-                            "quote {} is not in the source (after NFC and whitespace collapsing)",
-                            excerpt(quote, 60)
-                        ),
-                    );
-                }
-            }
-        }
-    };
-    let mut reading = crate::clause::read(statement);
-    // A definite phrase naming one of the chunk's names is a name, not a reference back:
-    // "The action film is a film genre …", "The essential characteristic of the accordion
-    // is …" in the articles on them.
-    if let Opening::Definite(phrase) = &reading.opening
-        && chunk
-            .names()
-            .iter()
-            .any(|n| crate::clause::names_in(phrase, n))
-    {
-        reading.opening = Opening::Subject;
-    }
+    let (start, end) = locate_source(source, n_quote, chunk)?;
+    let reading = read_statement(statement, chunk);
     row.check(Check::Standalone, Reason::NotStandalone, || {
         not_standalone(&reading, statement)
     })?;
-    let found_quote = &chunk.text[start..end];
     // The sentences before the source that its referring opening may be read with.
     let context = chunk.context_of(start, end);
     let mut quote_start = start;
     row.check(Check::Supported, Reason::Unsupported, || {
-        // The statement restates the source's main clause, whose subject refers back: the
-        // statement must say what that subject is ("It is bordered by Rajasthan …" is
-        // not about Rajasthan).
-        let source = crate::clause::read(found_quote);
-        let source_refers = matches!(
-            source.opening,
-            Opening::Pronoun(_) | Opening::Pointing(_) | Opening::Definite(_)
-        );
-        let same_clause = source.verb.is_some() && source.verb == reading.verb;
-        let claim = ClaimText {
+        let at = (start, end);
+        unsupported_claim(
             statement,
-            quote: found_quote,
-            context: context.as_ref().map(|c| c.phrases.as_slice()).unwrap_or(&[]),
-            referent_required: source_refers && same_clause && !reading.refers_back(),
-        };
-        // The source's subject refers back, and the statement (which names its own) took
-        // nothing from what it refers to: its subject may be a name the source only
-        // mentions.
-        let borrowed = || source_refers && !reading.refers_back() && context.is_some();
-        match chunk.support.unsupported(claim) {
-            Err(detail) => Some(detail),
-            Ok(None) if borrowed() => {
-                // 11. A name the source mentions is not what it says this of: "It is
-                // regarded, with Anna Karenina, as …" is not about Anna Karenina.
-                let np = &statement[reading.np.0..reading.np.1];
-                crate::clause::mentioned_only(np, found_quote).map(|name| {
-                    format!(
-                        "the quote's subject refers back, and {} is only mentioned in it, not what it says this of",
-                        excerpt(&name, 40)
-                    )
-                })
-            }
-            Ok(used) => {
-                if let Some(k) = used
-                    && let Some(c) = &context
-                {
-                    quote_start = c.starts[..=k].iter().copied().fold(start, usize::min);
-                }
-                chunk.opinion.and_then(|o| {
-                    o.unsupported(statement, &chunk.text[quote_start..end])
-                        .map(|d| format!("second opinion: {d}"))
-                })
-            }
-        }
+            &reading,
+            chunk,
+            at,
+            context.as_ref(),
+            &mut quote_start,
+        )
     })?;
-    let listed = entities_by_name.get(&lower(&n_subject)).copied();
-    let in_chunk = listed.is_none().then(|| chunk.find_name(subject)).flatten();
-    let (subject_at, stored_subject) = match (listed, in_chunk) {
-        (Some(at), _) => (SubjectAt::Entity(at), subject.to_owned()),
-        (None, Some((s, e))) => (SubjectAt::Implied, chunk.text[s..e].to_owned()),
-        (None, None) => (SubjectAt::Unlinked, subject.to_owned()),
-    };
+    let (subject_at, stored_subject) = subject_of(subject, &n_subject, chunk, entities_by_name);
     row.check(Check::SubjectKnown, Reason::UnknownSubject, || {
         matches!(subject_at, SubjectAt::Unlinked).then(|| {
             format!(
@@ -841,9 +758,154 @@ fn check_claim<'j>(
         seen.contains(&key)
             .then(|| "repeats an earlier claim (same statement and quote)".to_owned())
     })?;
+    figure_in_quote(row, statement, &chunk.text[quote_start..end])?;
+    Ok(ClaimFound {
+        statement,
+        subject: stored_subject,
+        span: (quote_start, end),
+        subject_at,
+        key,
+    })
+}
+
+/// Which of a claim's statement, quote (when it gives one) and subject is degenerate.
+fn degenerate_claim(statement: &str, quote: Option<&str>, subject: &str) -> Option<String> {
+    degenerate(
+        statement,
+        bounds::STATEMENT_MIN_CHARS,
+        bounds::STATEMENT_MIN_WORDS,
+    )
+    .map(|d| format!("statement: {d}"))
+    .or_else(|| {
+        let q = quote?;
+        degenerate(q, bounds::QUOTE_MIN_CHARS, bounds::QUOTE_MIN_WORDS)
+            .map(|d| format!("quote: {d}"))
+    })
+    .or_else(|| degenerate(subject, bounds::NAME_MIN_CHARS, 1).map(|d| format!("subject: {d}")))
+}
+
+/// The byte span in the chunk of a claim's source: the sentence its handle names, or
+/// where its quote (`n_quote`, normalised) is found.
+fn locate_source(
+    source: SourceRef<'_>,
+    n_quote: Option<std::borrow::Cow<'_, str>>,
+    chunk: &Chunk<'_>,
+) -> Result<(usize, usize), Fail> {
+    match source {
+        SourceRef::Sentence(span) => Ok(span),
+        // Structural (guarantee 5): always enabled, always rejecting.
+        SourceRef::Quote(quote) => {
+            match chunk.index.find_normalised(&n_quote.unwrap_or_default()) {
+                Some(span) => Ok(span),
+                None => fail(
+                    Reason::QuoteNotFound,
+                    format!(
+                        "quote {} is not in the source (after NFC and whitespace collapsing)",
+                        excerpt(quote, 60)
+                    ),
+                ),
+            }
+        }
+    }
+}
+
+/// Read a claim's statement as the checks see it, in the light of the chunk's names.
+fn read_statement(statement: &str, chunk: &Chunk<'_>) -> crate::clause::Reading {
+    let mut reading = crate::clause::read(statement);
+    // A definite phrase naming one of the chunk's names is a name, not a reference back:
+    // "The action film is a film genre …", "The essential characteristic of the accordion
+    // is …" in the articles on them.
+    if let Opening::Definite(phrase) = &reading.opening
+        && chunk
+            .names()
+            .iter()
+            .any(|n| crate::clause::names_in(phrase, n))
+    {
+        reading.opening = Opening::Subject;
+    }
+    reading
+}
+
+/// Why the source at `start..end` in the chunk, read with its `context`, does not support
+/// the statement: by the support check, rule 11 and the second opinion. When the statement
+/// drew on the context, `quote_start` moves back to the start of the furthest sentence it
+/// drew on.
+fn unsupported_claim(
+    statement: &str,
+    reading: &crate::clause::Reading,
+    chunk: &Chunk<'_>,
+    (start, end): (usize, usize),
+    context: Option<&Context>,
+    quote_start: &mut usize,
+) -> Option<String> {
+    let found_quote = &chunk.text[start..end];
+    // The statement restates the source's main clause, whose subject refers back: the
+    // statement must say what that subject is ("It is bordered by Rajasthan …" is
+    // not about Rajasthan).
+    let source = crate::clause::read(found_quote);
+    let source_refers = matches!(
+        source.opening,
+        Opening::Pronoun(_) | Opening::Pointing(_) | Opening::Definite(_)
+    );
+    let same_clause = source.verb.is_some() && source.verb == reading.verb;
+    let claim = ClaimText {
+        statement,
+        quote: found_quote,
+        context: context.map(|c| c.phrases.as_slice()).unwrap_or(&[]),
+        referent_required: source_refers && same_clause && !reading.refers_back(),
+    };
+    // The source's subject refers back, and the statement (which names its own) took
+    // nothing from what it refers to: its subject may be a name the source only
+    // mentions.
+    let borrowed = || source_refers && !reading.refers_back() && context.is_some();
+    match chunk.support.unsupported(claim) {
+        Err(detail) => Some(detail),
+        Ok(None) if borrowed() => {
+            // 11. A name the source mentions is not what it says this of: "It is
+            // regarded, with Anna Karenina, as …" is not about Anna Karenina.
+            let np = &statement[reading.np.0..reading.np.1];
+            crate::clause::mentioned_only(np, found_quote).map(|name| {
+                format!(
+                    "the quote's subject refers back, and {} is only mentioned in it, not what it says this of",
+                    excerpt(&name, 40)
+                )
+            })
+        }
+        Ok(used) => {
+            if let Some(k) = used
+                && let Some(c) = context
+            {
+                *quote_start = c.starts[..=k].iter().copied().fold(start, usize::min);
+            }
+            chunk.opinion.and_then(|o| {
+                o.unsupported(statement, &chunk.text[*quote_start..end])
+                    .map(|d| format!("second opinion: {d}"))
+            })
+        }
+    }
+}
+
+/// Which entity a claim's subject is, and the subject as stored.
+fn subject_of(
+    subject: &str,
+    n_subject: &str,
+    chunk: &Chunk<'_>,
+    entities_by_name: &HashMap<String, usize>,
+) -> (SubjectAt, String) {
+    let listed = entities_by_name.get(&lower(n_subject)).copied();
+    let in_chunk = listed.is_none().then(|| chunk.find_name(subject)).flatten();
+    match (listed, in_chunk) {
+        (Some(at), _) => (SubjectAt::Entity(at), subject.to_owned()),
+        (None, Some((s, e))) => (SubjectAt::Implied, chunk.text[s..e].to_owned()),
+        (None, None) => (SubjectAt::Unlinked, subject.to_owned()),
+    }
+}
+
+/// The `figure_in_quote` check: a figure of the statement the stored quote lacks.
+fn figure_in_quote(row: &mut Row<'_>, statement: &str, quote: &str) -> Result<(), Fail> {
     let setting = row.config.setting(Check::FigureInQuote);
     if setting.enabled
-        && let Some(detail) = figures_not_in(statement, &chunk.text[quote_start..end])
+        && let Some(detail) = figures_not_in(statement, quote)
     {
         match setting.severity {
             Severity::Warn => row.warnings.push(Finding {
@@ -855,13 +917,7 @@ fn check_claim<'j>(
             Severity::Reject => return fail(Reason::Inconsistent, detail),
         }
     }
-    Ok(ClaimFound {
-        statement,
-        subject: stored_subject,
-        span: (quote_start, end),
-        subject_at,
-        key,
-    })
+    Ok(())
 }
 
 /// Why `subject` is not what `statement` is about: not named in its opening noun phrase,
