@@ -2,9 +2,11 @@
 
 use relata_core::contract::ANSWER_ABSTENTION;
 use relata_core::{AnswerStatus, Reason, SourceHandle, Task};
-use relata_model::{AnswerSource, ErrorClass, ModelCall, ModelClient, ModelError, TransportKind};
+use relata_model::{
+    AnswerSource, CallRecord, ErrorClass, ModelCall, ModelClient, ModelError, TransportKind,
+};
 use relata_store::{AnswerCall, AttachedClaim, NewAnswer, Passage, Store, StoreError};
-use relata_validate::{AnswerConfig, judge_answer};
+use relata_validate::{AnswerConfig, AnswerJudgement, judge_answer};
 use serde::Serialize;
 
 use crate::metrics::{AnswerFinished, AnswerMetrics};
@@ -194,6 +196,56 @@ impl Answerer {
     pub async fn ask(&self, question: &str, k: usize) -> Result<Answer, AskError> {
         let started = std::time::Instant::now();
         check_request(question, k)?;
+        let Retrieved {
+            sources,
+            altered,
+            contradictions,
+            unmentioned,
+        } = self.retrieve(question, k).await?;
+
+        let mut out = Answer {
+            question: question.to_owned(),
+            status: AnswerStatus::Abstained,
+            sufficient: false,
+            answer: None,
+            citations: Vec::new(),
+            sources: sources
+                .iter()
+                .enumerate()
+                .map(|(i, (p, c))| source_out(i, p, c))
+                .collect(),
+            contradictions,
+            caveats: Vec::new(),
+        };
+        for (document_id, c) in &altered {
+            out.caveats.push(source_altered(*document_id, c));
+        }
+        let asked = match unanswerable(&sources, &unmentioned) {
+            Some(caveat) => {
+                out.answer = Some(ANSWER_ABSTENTION.to_owned());
+                out.caveats.push(caveat);
+                Asked::default()
+            }
+            None => self.ask_model(question, &sources, &mut out).await?,
+        };
+        out.sufficient = out.status == AnswerStatus::Answered;
+
+        let id = self.record(question, k, &out, &sources, &asked).await?;
+        AnswerFinished {
+            answer_id: id,
+            status: out.status,
+            sources: out.sources.len(),
+            reasons: &asked.reasons,
+            duration: started.elapsed(),
+        }
+        .emit(&self.metrics);
+        Ok(out)
+    }
+
+    /// The passages that match `question`, each with the claims whose quotes still hold in
+    /// it, the claims whose quotes no longer do, the contradictions among them, and what
+    /// the question names that none mentions.
+    async fn retrieve(&self, question: &str, k: usize) -> Result<Retrieved, AskError> {
         let passages = self.store.retrieve_passages(question, k).await?;
         // Only read when a passage was found (otherwise every name is unmentioned).
         let unmentioned = crate::answerability::unmentioned_in(question, &passages);
@@ -221,133 +273,104 @@ impl Answerer {
                 (p, holding)
             })
             .collect();
-
-        let mut out = Answer {
-            question: question.to_owned(),
-            status: AnswerStatus::Abstained,
-            sufficient: false,
-            answer: None,
-            citations: Vec::new(),
-            sources: sources
-                .iter()
-                .enumerate()
-                .map(|(i, (p, c))| source_out(i, p, c))
-                .collect(),
+        Ok(Retrieved {
+            sources,
+            altered,
             contradictions,
-            caveats: Vec::new(),
-        };
-        for (document_id, c) in &altered {
-            tracing::error!(
-                claim_id = c.claim_id,
-                document_id,
-                "claim:{} not served: its quote is no longer its document's text at bytes [{}, {}); run `relata evidence verify`",
-                c.claim_id,
-                c.quote_start,
-                c.quote_end
-            );
-            out.caveats.push(Caveat {
-                reason: SOURCE_ALTERED,
-                detail: format!(
-                    "claim:{} is not shown: its quote is no longer its document's text at bytes [{}, {}); the document was changed outside relata",
-                    c.claim_id, c.quote_start, c.quote_end
-                ),
-            });
-        }
-        let mut reasons: Vec<Reason> = Vec::new();
-        let mut cited: Vec<SourceHandle> = Vec::new();
-        let mut call_record = None;
+            unmentioned,
+        })
+    }
 
-        if sources.is_empty() {
-            // Nothing to answer from: abstain without spending a model call.
-            out.answer = Some(ANSWER_ABSTENTION.to_owned());
-            out.caveats.push(Caveat {
-                reason: NO_SOURCES,
-                detail: "no stored passage matches the question; the model was not asked"
-                    .to_owned(),
-            });
-        } else if !unmentioned.is_empty() {
-            // The question names what no source mentions: they cannot answer it, and a
-            // model shown them would answer from what they do say.
-            out.answer = Some(ANSWER_ABSTENTION.to_owned());
-            out.caveats.push(Caveat {
-                reason: NOT_IN_SOURCES,
-                detail: format!(
-                    "no source mentions {}; the model was not asked",
-                    unmentioned
-                        .iter()
-                        .map(|t| format!("\"{t}\""))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            });
-        } else {
-            let shown: Vec<AnswerSource> = sources
-                .iter()
-                .enumerate()
-                .map(|(i, (p, _))| AnswerSource {
-                    handle: SourceHandle::nth(i as u32 + 1),
-                    title: p.title.clone(),
-                    text: p.text.clone(),
-                })
-                .collect();
-            let ModelCall { record, result } = self.client.answer(question, &shown).await;
-            match result {
-                Err(e) if e.class() != ErrorClass::InvalidOutput => {
-                    // Transport (after the adapter's retries) or a provider refusal: no
-                    // answer exists, so nothing is recorded as one.
-                    return Err(AskError::Model(e));
-                }
-                Err(e) => {
-                    // Unusable at envelope level (truncated, refused, empty, too large):
-                    // counted once by the adapter; the answer degrades.
-                    let (reason, detail) = match &e {
-                        ModelError::InvalidOutput { reason, detail } => (*reason, detail.clone()),
-                        other => (Reason::Schema, other.to_string()),
-                    };
-                    out.status = AnswerStatus::Degraded;
-                    reasons.push(reason);
-                    out.caveats.push(Caveat {
-                        reason: reason.as_str(),
-                        detail: self.client.detail(&detail),
-                    });
-                }
-                Ok(completion) => {
-                    let texts: Vec<&str> = sources.iter().map(|(p, _)| p.text.as_str()).collect();
-                    let j = judge_answer(&self.gate, &texts, completion.content.as_bytes());
-                    out.status = j.status();
-                    for r in &j.rejections {
-                        // Counted once, here; never retried.
-                        self.client
-                            .record_invalid_output(Task::Answer, r.reason, &r.detail);
-                        reasons.push(r.reason);
-                        out.caveats.push(Caveat {
-                            reason: r.reason.as_str(),
-                            detail: self.client.detail(&r.detail),
-                        });
-                    }
-                    for w in &j.warnings {
-                        let detail = match w.reason {
-                            Some(r) => format!("{r}: {}", w.detail),
-                            None => w.detail.clone(),
-                        };
-                        out.caveats.push(Caveat {
-                            reason: w.warning.as_str(),
-                            detail: self.client.detail(&detail),
-                        });
-                    }
-                    if let Some(a) = j.accepted() {
-                        out.answer = Some(a.prose().to_owned());
-                        cited = a.citations().to_vec();
-                        out.citations = cited.iter().map(|h| h.to_string()).collect();
-                    }
-                }
+    /// Show the sources to the model under opaque handles and judge its answer into `out`.
+    async fn ask_model(
+        &self,
+        question: &str,
+        sources: &[(Passage, Vec<AttachedClaim>)],
+        out: &mut Answer,
+    ) -> Result<Asked, AskError> {
+        let shown: Vec<AnswerSource> = sources
+            .iter()
+            .enumerate()
+            .map(|(i, (p, _))| AnswerSource {
+                handle: SourceHandle::nth(i as u32 + 1),
+                title: p.title.clone(),
+                text: p.text.clone(),
+            })
+            .collect();
+        let ModelCall { record, result } = self.client.answer(question, &shown).await;
+        let mut asked = Asked::default();
+        match result {
+            Err(e) if e.class() != ErrorClass::InvalidOutput => {
+                // Transport (after the adapter's retries) or a provider refusal: no
+                // answer exists, so nothing is recorded as one.
+                return Err(AskError::Model(e));
             }
-            call_record = Some(record);
+            Err(e) => {
+                // Unusable at envelope level (truncated, refused, empty, too large):
+                // counted once by the adapter; the answer degrades.
+                let (reason, detail) = match &e {
+                    ModelError::InvalidOutput { reason, detail } => (*reason, detail.clone()),
+                    other => (Reason::Schema, other.to_string()),
+                };
+                out.status = AnswerStatus::Degraded;
+                asked.reasons.push(reason);
+                out.caveats.push(Caveat {
+                    reason: reason.as_str(),
+                    detail: self.client.detail(&detail),
+                });
+            }
+            Ok(completion) => {
+                let texts: Vec<&str> = sources.iter().map(|(p, _)| p.text.as_str()).collect();
+                let j = judge_answer(&self.gate, &texts, completion.content.as_bytes());
+                self.take_judgement(&j, out, &mut asked);
+            }
         }
-        out.sufficient = out.status == AnswerStatus::Answered;
+        asked.record = Some(record);
+        Ok(asked)
+    }
 
+    /// The gate's judgement of the model's answer, into `out`: its status, a caveat for
+    /// each rejection and warning, and the answer when accepted.
+    fn take_judgement(&self, j: &AnswerJudgement, out: &mut Answer, asked: &mut Asked) {
+        out.status = j.status();
+        for r in &j.rejections {
+            // Counted once, here; never retried.
+            self.client
+                .record_invalid_output(Task::Answer, r.reason, &r.detail);
+            asked.reasons.push(r.reason);
+            out.caveats.push(Caveat {
+                reason: r.reason.as_str(),
+                detail: self.client.detail(&r.detail),
+            });
+        }
+        for w in &j.warnings {
+            let detail = match w.reason {
+                Some(r) => format!("{r}: {}", w.detail),
+                None => w.detail.clone(),
+            };
+            out.caveats.push(Caveat {
+                reason: w.warning.as_str(),
+                detail: self.client.detail(&detail),
+            });
+        }
+        if let Some(a) = j.accepted() {
+            out.answer = Some(a.prose().to_owned());
+            asked.cited = a.citations().to_vec();
+            out.citations = asked.cited.iter().map(|h| h.to_string()).collect();
+        }
+    }
+
+    /// Record the answer, with the model call when there was one; its id.
+    async fn record(
+        &self,
+        question: &str,
+        k: usize,
+        out: &Answer,
+        sources: &[(Passage, Vec<AttachedClaim>)],
+        asked: &Asked,
+    ) -> Result<i64, AskError> {
         let caveats = serde_json::to_value(&out.caveats).unwrap_or_default();
-        let call = call_record.as_ref().map(|r| AnswerCall {
+        let call = asked.record.as_ref().map(|r| AnswerCall {
             model: &r.model,
             prompt_version: r.prompt_version,
             schema_id: r.schema.id,
@@ -369,22 +392,85 @@ impl Answerer {
                 k,
                 status: out.status,
                 answer: out.answer.as_deref(),
-                citations: &cited,
-                sources: &sources,
-                reasons: &reasons,
+                citations: &asked.cited,
+                sources,
+                reasons: &asked.reasons,
                 caveats,
                 call,
             })
             .await?;
-        AnswerFinished {
-            answer_id: id,
-            status: out.status,
-            sources: out.sources.len(),
-            reasons: &reasons,
-            duration: started.elapsed(),
-        }
-        .emit(&self.metrics);
-        Ok(out)
+        Ok(id)
+    }
+}
+
+/// What the store gave for a question ([`Answerer::retrieve`]).
+struct Retrieved {
+    /// Each passage with the claims whose quotes still hold in it.
+    sources: Vec<(Passage, Vec<AttachedClaim>)>,
+    /// Claims left out: their quotes no longer match their documents' bytes.
+    altered: Vec<(i64, AttachedClaim)>,
+    contradictions: Vec<ContradictionOut>,
+    /// What the question names that no passage mentions.
+    unmentioned: Vec<String>,
+}
+
+/// What asking the model leaves for the record besides the answer: why it was degraded,
+/// the sources the accepted answer cites, and the call itself.
+#[derive(Default)]
+struct Asked {
+    reasons: Vec<Reason>,
+    cited: Vec<SourceHandle>,
+    record: Option<CallRecord>,
+}
+
+/// Why the model is not asked at all, as the caveat of the abstention: nothing was
+/// retrieved, or the question names what no source mentions.
+fn unanswerable(
+    sources: &[(Passage, Vec<AttachedClaim>)],
+    unmentioned: &[String],
+) -> Option<Caveat> {
+    if sources.is_empty() {
+        // Nothing to answer from: abstain without spending a model call.
+        Some(Caveat {
+            reason: NO_SOURCES,
+            detail: "no stored passage matches the question; the model was not asked".to_owned(),
+        })
+    } else if !unmentioned.is_empty() {
+        // The question names what no source mentions: they cannot answer it, and a
+        // model shown them would answer from what they do say.
+        Some(Caveat {
+            reason: NOT_IN_SOURCES,
+            detail: format!(
+                "no source mentions {}; the model was not asked",
+                unmentioned
+                    .iter()
+                    .map(|t| format!("\"{t}\""))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        })
+    } else {
+        None
+    }
+}
+
+/// The caveat for a claim left out because its quote no longer matches its document (an
+/// edit outside relata); logged as an error, since `relata evidence verify` should run.
+fn source_altered(document_id: i64, c: &AttachedClaim) -> Caveat {
+    tracing::error!(
+        claim_id = c.claim_id,
+        document_id,
+        "claim:{} not served: its quote is no longer its document's text at bytes [{}, {}); run `relata evidence verify`",
+        c.claim_id,
+        c.quote_start,
+        c.quote_end
+    );
+    Caveat {
+        reason: SOURCE_ALTERED,
+        detail: format!(
+            "claim:{} is not shown: its quote is no longer its document's text at bytes [{}, {}); the document was changed outside relata",
+            c.claim_id, c.quote_start, c.quote_end
+        ),
     }
 }
 
