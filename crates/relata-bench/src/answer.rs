@@ -129,6 +129,43 @@ pub async fn run(relata: &Path, docs: usize, questions: usize, keep: bool) -> Re
     })
     .await?;
     let world = World::new(relata, &responder.base_url(), &[]).await?;
+    let claims = promoted_corpus(&world, docs).await?;
+    let (serve, addr) = serve(&world).await?;
+
+    // Contradictions are read for a classify version; which one does not change the
+    // query's cost.
+    let classify = TaskVersion::new(&CLASSIFY_V1, "classify-p1", "fake-model").fingerprint();
+    let probe = Probe {
+        world: &world,
+        addr: &addr,
+        classify,
+        gate: AnswerConfig::default(),
+        k: relata_store::DEFAULT_K,
+    };
+    let mut run = AnswerRun {
+        docs,
+        claims,
+        questions,
+        retrieval: Vec::with_capacity(questions),
+        validation: Vec::with_capacity(questions),
+        both: Vec::with_capacity(questions),
+        http: Vec::with_capacity(questions),
+        sources: 0.0,
+        outcomes: Vec::new(),
+    };
+    let mut total_sources = 0usize;
+    for q in 0..questions {
+        total_sources += probe.ask(&question(q), &mut run).await?;
+    }
+    run.sources = total_sources as f64 / questions.max(1) as f64;
+    drop(serve);
+    world.teardown(keep).await;
+    Ok(run)
+}
+
+/// Ingest `docs` documents, extract them with the instant model and promote the result;
+/// how many claims were promoted.
+async fn promoted_corpus(world: &World, docs: usize) -> Result<i64> {
     let corpus = world.dir.join("answers.jsonl");
     {
         let mut f = std::io::BufWriter::new(std::fs::File::create(&corpus)?);
@@ -147,18 +184,22 @@ pub async fn run(relata: &Path, docs: usize, questions: usize, keep: bool) -> Re
     if !out.status.success() {
         bail!("promote: {}", String::from_utf8_lossy(&out.stderr));
     }
-    let claims: i64 = world
+    Ok(world
         .store
         .candidate_counts()
         .await?
         .iter()
         .filter(|c| c.kind == RowKind::Claim && c.state == PromotionState::Promoted)
         .map(|c| c.count)
-        .sum();
+        .sum())
+}
 
+/// Start `relata serve` on a free port and wait until it is ready; the process and its
+/// address.
+async fn serve(world: &World) -> Result<(Serve, String)> {
     let port = free_port()?;
     let addr = format!("127.0.0.1:{port}");
-    let _serve = Serve(
+    let serve = Serve(
         world
             .command(&["serve", "--addr", &addr])
             .stdout(Stdio::null())
@@ -176,45 +217,42 @@ pub async fn run(relata: &Path, docs: usize, questions: usize, keep: bool) -> Re
     if !up {
         bail!("relata serve did not come up on {addr}");
     }
+    Ok((serve, addr))
+}
 
-    // Contradictions are read for a classify version; which one does not change the
-    // query's cost.
-    let classify = TaskVersion::new(&CLASSIFY_V1, "classify-p1", "fake-model").fingerprint();
-    let gate = AnswerConfig::default();
-    let k = relata_store::DEFAULT_K;
-    let mut run = AnswerRun {
-        docs,
-        claims,
-        questions,
-        retrieval: Vec::with_capacity(questions),
-        validation: Vec::with_capacity(questions),
-        both: Vec::with_capacity(questions),
-        http: Vec::with_capacity(questions),
-        sources: 0.0,
-        outcomes: Vec::new(),
-    };
-    let mut total_sources = 0usize;
-    for q in 0..questions {
-        let question = question(q);
+/// What each question is timed against: the store, the gate and the server.
+struct Probe<'w> {
+    world: &'w World,
+    addr: &'w str,
+    /// The classify version contradictions are read for.
+    classify: String,
+    gate: AnswerConfig,
+    k: usize,
+}
+
+impl Probe<'_> {
+    /// Time one question's retrieval, validation and HTTP round trip into `run`; how many
+    /// sources it retrieved.
+    async fn ask(&self, question: &str, run: &mut AnswerRun) -> Result<usize> {
+        let store = &self.world.store;
         let t = Instant::now();
-        let passages = world.store.retrieve_passages(&question, k).await?;
-        let attached = world.store.attach_claims(&passages).await?;
-        let contradictions = world.store.contradictions(&classify, &passages).await?;
+        let passages = store.retrieve_passages(question, self.k).await?;
+        let attached = store.attach_claims(&passages).await?;
+        let contradictions = store.contradictions(&self.classify, &passages).await?;
         let retrieval = t.elapsed();
         std::hint::black_box((&attached, &contradictions));
-        total_sources += passages.len();
 
         let texts: Vec<&str> = passages.iter().map(|p| p.text.as_str()).collect();
         let t = Instant::now();
-        let judged = judge_answer(&gate, &texts, ANSWER.as_bytes());
+        let judged = judge_answer(&self.gate, &texts, ANSWER.as_bytes());
         let validation = t.elapsed();
         if !judged.rejections.is_empty() {
             bail!("the instant model's answer was rejected: {judged:?}");
         }
 
-        let body = serde_json::json!({"question": question, "k": k}).to_string();
+        let body = serde_json::json!({"question": question, "k": self.k}).to_string();
         let t = Instant::now();
-        let (status, text) = http_post(&addr, "/v1/answers", &body).await?;
+        let (status, text) = http_post(self.addr, "/v1/answers", &body).await?;
         let http = t.elapsed();
         if status != 200 {
             bail!("POST /v1/answers: {status} {text}");
@@ -230,11 +268,8 @@ pub async fn run(relata: &Path, docs: usize, questions: usize, keep: bool) -> Re
         run.validation.push(ms(validation));
         run.both.push(ms(retrieval + validation));
         run.http.push(ms(http));
+        Ok(passages.len())
     }
-    run.sources = total_sources as f64 / questions.max(1) as f64;
-    drop(_serve);
-    world.teardown(keep).await;
-    Ok(run)
 }
 
 pub fn print(run: AnswerRun) {
