@@ -209,7 +209,43 @@ pub async fn real(
     })
     .await?;
     let c = concurrency.to_string();
-    let mut env: Vec<(String, String)> = vec![("RELATA_MODEL_MAX_CONCURRENCY".into(), c.clone())];
+    let env = model_env(&c);
+    let env_ref: Vec<(&str, &str)> = env.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let world = World::new(relata, &proxy.base_url(), &env_ref).await?;
+    let jsonl = world.dir.join("sample.jsonl");
+    let n = summaries_to_jsonl(summaries, &jsonl, Some(docs))?;
+    world.ingest(&jsonl)?;
+    let (jobs, _) = world.progress("extract").await?;
+    println!("sample: {n} documents, {jobs} extract jobs; concurrency {concurrency}");
+
+    let (relata_s, bodies) = extract_through_proxy(&world, &proxy, jobs, &c).await?;
+    classify_all(&world, &c).await?;
+    println!("store after the real-model run:");
+    print_store(&world).await?;
+    print_acceptance(&world, n, relata_s).await?;
+    if no_direct {
+        world.teardown(keep).await;
+        return Ok(());
+    }
+
+    let (sent, direct_s) = send_direct(&upstream, &bodies, concurrency).await?;
+    println!(
+        "saturation: relata {:.4} jobs/s vs direct {:.4} req/s = {:.3} (target >= 0.95)",
+        jobs as f64 / relata_s,
+        sent as f64 / direct_s,
+        (jobs as f64 / relata_s) / (sent as f64 / direct_s)
+    );
+    world.teardown(keep).await;
+    Ok(())
+}
+
+/// The environment of relata's processes: the concurrency under test, and the model
+/// settings passed through from this process's environment.
+fn model_env(concurrency: &str) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = vec![(
+        "RELATA_MODEL_MAX_CONCURRENCY".into(),
+        concurrency.to_owned(),
+    )];
     for k in [
         "RELATA_MODEL_NAME",
         "RELATA_MODEL_DIALECT",
@@ -221,18 +257,21 @@ pub async fn real(
             env.push((k.into(), v));
         }
     }
-    let env_ref: Vec<(&str, &str)> = env.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
-    let world = World::new(relata, &proxy.base_url(), &env_ref).await?;
-    let jsonl = world.dir.join("sample.jsonl");
-    let n = summaries_to_jsonl(summaries, &jsonl, Some(docs))?;
-    world.ingest(&jsonl)?;
-    let (jobs, _) = world.progress("extract").await?;
-    println!("sample: {n} documents, {jobs} extract jobs; concurrency {concurrency}");
+    env
+}
 
+/// Run the extract worker over all `jobs` through the recording proxy: the seconds it
+/// took and the request bodies the proxy saw.
+async fn extract_through_proxy(
+    world: &World,
+    proxy: &Responder,
+    jobs: i64,
+    concurrency: &str,
+) -> Result<(f64, Vec<crate::responder::Recorded>)> {
     let t = Instant::now();
     let child = world.spawn_worker(
         "extract",
-        &["--concurrency", &c, "--exit-when-idle", "5"],
+        &["--concurrency", concurrency, "--exit-when-idle", "5"],
         None,
     )?;
     let done = world
@@ -257,12 +296,16 @@ pub async fn real(
             (last - first).as_secs_f64()
         );
     }
+    Ok((relata_s, bodies))
+}
 
+/// Run the classify worker over whatever classify jobs the extraction queued.
+async fn classify_all(world: &World, concurrency: &str) -> Result<()> {
     let (cjobs, _) = world.progress("classify").await?;
     if cjobs > 0 {
         let child = world.spawn_worker(
             "classify",
-            &["--concurrency", &c, "--exit-when-idle", "5"],
+            &["--concurrency", concurrency, "--exit-when-idle", "5"],
             None,
         )?;
         world
@@ -270,15 +313,16 @@ pub async fn real(
             .await?;
         let _ = wait_sampling(child, Duration::from_secs(120)).await?;
     }
-    println!("store after the real-model run:");
-    print_store(&world).await?;
-    print_acceptance(&world, n, relata_s).await?;
-    if no_direct {
-        world.teardown(keep).await;
-        return Ok(());
-    }
+    Ok(())
+}
 
-    // The direct load generator: the same extract bodies, same concurrency, no relata.
+/// The direct load generator: the same extract bodies, same concurrency, no relata. How
+/// many requests it sent and in how many seconds.
+async fn send_direct(
+    upstream: &str,
+    bodies: &[crate::responder::Recorded],
+    concurrency: u16,
+) -> Result<(usize, f64)> {
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(600))
         .build()?;
@@ -315,12 +359,5 @@ pub async fn real(
         codes.len(),
         codes.len() as f64 / direct_s
     );
-    println!(
-        "saturation: relata {:.4} jobs/s vs direct {:.4} req/s = {:.3} (target >= 0.95)",
-        jobs as f64 / relata_s,
-        codes.len() as f64 / direct_s,
-        (jobs as f64 / relata_s) / (codes.len() as f64 / direct_s)
-    );
-    world.teardown(keep).await;
-    Ok(())
+    Ok((codes.len(), direct_s))
 }
