@@ -300,6 +300,50 @@ async fn drive(
         ));
     }
 
+    let dead_queue = dead_queue_depth(world).await?;
+    let ledger = Ledger::read(world, docs).await?;
+    let jobs_in = ledger.jobs_in;
+    let requests_per_job = responder.chat_requests() as f64 / jobs_in.max(1) as f64;
+
+    let mut why = Vec::new();
+    if !done {
+        why.push(format!("not finished within {within:?}: {:?}", ledger.jobs));
+    }
+    if ledger.duplicates != 0 {
+        why.push(format!("{} duplicates", ledger.duplicates));
+    }
+    if ledger.lost != 0 {
+        why.push(format!("{} lost", ledger.lost));
+    }
+    if dead_queue < expected_dead_letters {
+        why.push(format!(
+            "expected {expected_dead_letters} dead letters, the dead queue holds {dead_queue}"
+        ));
+    }
+    check_mode(world, responder, &s.mode, &ledger, &mut why, &mut events).await?;
+    Ok(Row {
+        name: s.name,
+        jobs_in,
+        committed: ledger.committed,
+        dead: ledger.dead,
+        duplicates: ledger.duplicates,
+        lost: ledger.lost,
+        requests_per_job,
+        calls_per_job: ledger.calls as f64 / jobs_in.max(1) as f64,
+        dead_queue,
+        dead_metric: dead_metric
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect(),
+        events: events.join("; "),
+        secs: started.elapsed().as_secs_f64(),
+        ok: why.is_empty(),
+        why,
+    })
+}
+
+/// How many messages the dead-letter queues hold.
+async fn dead_queue_depth(world: &World) -> Result<u32> {
     let broker = Broker::connect(world.broker_config()).await?;
     let dead_queue = broker
         .queue_depths()
@@ -309,58 +353,86 @@ async fn drive(
         .filter_map(|q| q.messages)
         .sum::<u32>();
     broker.close().await;
+    Ok(dead_queue)
+}
 
-    let jobs = world.jobs("extract").await?;
-    let get = |s: &str| {
-        jobs.iter()
-            .filter(|(k, _)| k == s)
-            .map(|(_, n)| *n)
-            .sum::<i64>()
-    };
-    let jobs_in: i64 = jobs.iter().map(|(_, n)| n).sum();
-    let committed = get("accepted") + get("partial") + get("invalid");
-    let dead = world.store.dead_by_reason().await?;
-    let dup = world.store.duplicates().await?;
-    let (dup_claims, dup_entities, dup_outcomes, dup_rejections) = (
-        dup.claims,
-        dup.entities,
-        dup.model_calls,
-        dup.invalid_outputs,
-    );
-    let counts = world.store.table_counts().await?;
-    let (claims, calls) = (counts.claims, counts.model_calls);
-    let accepted = get("accepted");
-    // Lost: a document without a job, a job never finished, or an accepted job whose
-    // claims are not all there.
-    let missing_claims = (accepted * CLAIMS_PER_DOC - claims).max(0);
-    let lost = (docs as i64 - jobs_in).max(0) + get("queued") + missing_claims;
-    let duplicates = dup_claims
-        + dup_entities
-        + dup_outcomes
-        + dup_rejections
-        + (claims - accepted * CLAIMS_PER_DOC).max(0);
-    let requests_per_job = responder.chat_requests() as f64 / jobs_in.max(1) as f64;
+/// What the ledger says after a scenario of `docs` documents.
+struct Ledger {
+    /// Extract jobs by state.
+    jobs: Vec<(String, i64)>,
+    jobs_in: i64,
+    /// Jobs committed accepted, partial or invalid.
+    committed: i64,
+    accepted: i64,
+    dead: Vec<(String, i64)>,
+    duplicates: i64,
+    lost: i64,
+    /// Model calls recorded.
+    calls: i64,
+}
 
-    let mut why = Vec::new();
-    if !done {
-        why.push(format!("not finished within {within:?}: {jobs:?}"));
+impl Ledger {
+    async fn read(world: &World, docs: usize) -> Result<Ledger> {
+        let jobs = world.jobs("extract").await?;
+        let get = |s: &str| {
+            jobs.iter()
+                .filter(|(k, _)| k == s)
+                .map(|(_, n)| *n)
+                .sum::<i64>()
+        };
+        let jobs_in: i64 = jobs.iter().map(|(_, n)| n).sum();
+        let committed = get("accepted") + get("partial") + get("invalid");
+        let dead = world.store.dead_by_reason().await?;
+        let dup = world.store.duplicates().await?;
+        let (dup_claims, dup_entities, dup_outcomes, dup_rejections) = (
+            dup.claims,
+            dup.entities,
+            dup.model_calls,
+            dup.invalid_outputs,
+        );
+        let counts = world.store.table_counts().await?;
+        let (claims, calls) = (counts.claims, counts.model_calls);
+        let accepted = get("accepted");
+        // Lost: a document without a job, a job never finished, or an accepted job whose
+        // claims are not all there.
+        let missing_claims = (accepted * CLAIMS_PER_DOC - claims).max(0);
+        let lost = (docs as i64 - jobs_in).max(0) + get("queued") + missing_claims;
+        let duplicates = dup_claims
+            + dup_entities
+            + dup_outcomes
+            + dup_rejections
+            + (claims - accepted * CLAIMS_PER_DOC).max(0);
+        Ok(Ledger {
+            jobs,
+            jobs_in,
+            committed,
+            accepted,
+            dead,
+            duplicates,
+            lost,
+            calls,
+        })
     }
-    if duplicates != 0 {
-        why.push(format!("{duplicates} duplicates"));
-    }
-    if lost != 0 {
-        why.push(format!("{lost} lost"));
-    }
-    if dead_queue < expected_dead_letters {
-        why.push(format!(
-            "expected {expected_dead_letters} dead letters, the dead queue holds {dead_queue}"
-        ));
-    }
-    match s.mode {
+}
+
+/// What the responder's mode requires of the ledger, into `why`; what it is worth noting,
+/// into `events`.
+async fn check_mode(
+    world: &World,
+    responder: &Responder,
+    mode: &Mode,
+    ledger: &Ledger,
+    why: &mut Vec<String>,
+    events: &mut Vec<String>,
+) -> Result<()> {
+    let (jobs, jobs_in, accepted) = (&ledger.jobs, ledger.jobs_in, ledger.accepted);
+    match mode {
         Mode::Invalid => {
             // Every response holds something invalid: each job is committed once as
             // invalid (or partial, when one entity of the response was fine), never retried.
-            if responder.chat_requests() as i64 != jobs_in || committed != jobs_in || accepted != 0
+            if responder.chat_requests() as i64 != jobs_in
+                || ledger.committed != jobs_in
+                || accepted != 0
             {
                 why.push(format!(
                     "invalid output must be recorded once and never retried: {} requests for {jobs_in} jobs, {jobs:?}",
@@ -382,25 +454,7 @@ async fn drive(
         }
         _ => {}
     }
-    Ok(Row {
-        name: s.name,
-        jobs_in,
-        committed,
-        dead,
-        duplicates,
-        lost,
-        requests_per_job,
-        calls_per_job: calls as f64 / jobs_in.max(1) as f64,
-        dead_queue,
-        dead_metric: dead_metric
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect(),
-        events: events.join("; "),
-        secs: started.elapsed().as_secs_f64(),
-        ok: why.is_empty(),
-        why,
-    })
+    Ok(())
 }
 
 /// Two messages that are not jobs: bytes that do not decode, and a job id the ledger does
