@@ -205,23 +205,8 @@ fn broken_envelope(what: impl std::fmt::Display) -> ModelError {
 /// is in the crate docs): a defect inside `choices[0].message.content` is invalid output;
 /// a body that is not a readable chat completion is a provider error.
 pub(crate) fn decode(body: &[u8], content_type: Option<&str>) -> Decoded {
-    let trimmed = body.trim_ascii_start();
-    let content_type = content_type.unwrap_or("").to_ascii_lowercase();
-    if trimmed.is_empty() {
-        return Decoded::failed(broken_envelope("empty"));
-    }
-    if content_type.contains("text/event-stream")
-        || trimmed.starts_with(b"data:")
-        || trimmed.starts_with(b"event:")
-    {
-        return Decoded::failed(broken_envelope(
-            "a server-sent event stream (relata asks with \"stream\": false; the server or a proxy ignored it)",
-        ));
-    }
-    if content_type.contains("text/html") || trimmed.starts_with(b"<") {
-        return Decoded::failed(broken_envelope(
-            "an HTML page (a proxy, login or error page?)",
-        ));
+    if let Some(error) = not_json(body, content_type) {
+        return Decoded::failed(error);
     }
     let lossy;
     let (text, invalid_utf8_at) = match std::str::from_utf8(body) {
@@ -231,22 +216,9 @@ pub(crate) fn decode(body: &[u8], content_type: Option<&str>) -> Decoded {
             (lossy.as_ref(), Some(e.valid_up_to()))
         }
     };
-    let envelope: Envelope = match serde_json::from_str(text) {
+    let envelope = match parse_envelope(text) {
         Ok(e) => e,
-        Err(e) => {
-            let what = match e.classify() {
-                serde_json::error::Category::Data
-                    if e.to_string().starts_with("duplicate field") =>
-                {
-                    format!(
-                        "ambiguous JSON ({e}): which value is the answer cannot be told, so none is used"
-                    )
-                }
-                serde_json::error::Category::Data => format!("JSON of an unexpected shape ({e})"),
-                other => format!("{} ({e})", category_name(other)),
-            };
-            return Decoded::failed(broken_envelope(what));
-        }
+        Err(error) => return Decoded::failed(error),
     };
     let (usage, usage_ignored) = match envelope.usage {
         None | Some(Value::Null) => (None, None),
@@ -255,39 +227,128 @@ pub(crate) fn decode(body: &[u8], content_type: Option<&str>) -> Decoded {
             Err(why) => (None, Some(why)),
         },
     };
+    let with_usage = |error: ModelError| Decoded {
+        usage,
+        usage_ignored: usage_ignored.clone(),
+        ..Decoded::failed(error)
+    };
     let choices = envelope.choices.unwrap_or_default();
     if let Some(error) = envelope
         .error
         .filter(|e| !e.is_null() && choices.is_empty())
     {
-        return Decoded {
-            usage,
-            usage_ignored,
-            ..Decoded::failed(error_in_200(&error))
-        };
+        return with_usage(error_in_200(&error));
     }
     let Some(choice) = choices.into_iter().next() else {
-        return Decoded {
-            usage,
-            usage_ignored,
-            ..Decoded::failed(ModelError::InvalidOutput {
-                reason: Reason::Empty,
-                detail: "the response has no choices".into(),
-            })
-        };
+        return with_usage(ModelError::InvalidOutput {
+            reason: Reason::Empty,
+            detail: "the response has no choices".into(),
+        });
     };
     let finish_reason = choice.finish_reason;
     let (content, refusal) = match choice.message {
         Some(m) => (m.content, m.refusal),
         None => (None, None),
     };
-    let refusal = match refusal {
+    let refusal = refusal_text(refusal);
+    let (content, content_defect) = content_text(content, invalid_utf8_at);
+    if content_defect.is_none()
+        && let Some(at) = invalid_utf8_at
+    {
+        // The bad bytes are outside the content: the envelope itself is broken.
+        return with_usage(broken_envelope(format!(
+            "not valid UTF-8 outside the content (at byte {at})"
+        )));
+    }
+    let filtered = finish_reason.as_deref() == Some("content_filter");
+    let result = if let Some(r) = &refusal {
+        Err(ModelError::InvalidOutput {
+            reason: Reason::Refusal,
+            detail: format!(
+                "the model refused ({} chars of refusal text)",
+                r.chars().count()
+            ),
+        })
+    } else if filtered {
+        Err(ModelError::InvalidOutput {
+            reason: Reason::Refusal,
+            detail: format!(
+                "finish_reason = content_filter: the provider filtered the output ({} chars withheld)",
+                content.as_deref().map_or(0, |c| c.chars().count())
+            ),
+        })
+    } else if let Some(defect) = content_defect {
+        Err(defect)
+    } else {
+        finished_content(finish_reason.as_deref(), content.as_deref())
+    };
+    Decoded {
+        usage,
+        usage_ignored,
+        // What the provider filtered is not kept, not even as an excerpt.
+        content: if filtered { None } else { refusal.or(content) },
+        finish_reason,
+        result,
+    }
+}
+
+/// A body that is plainly not JSON: empty, an event stream or an HTML page.
+fn not_json(body: &[u8], content_type: Option<&str>) -> Option<ModelError> {
+    let trimmed = body.trim_ascii_start();
+    let content_type = content_type.unwrap_or("").to_ascii_lowercase();
+    if trimmed.is_empty() {
+        return Some(broken_envelope("empty"));
+    }
+    if content_type.contains("text/event-stream")
+        || trimmed.starts_with(b"data:")
+        || trimmed.starts_with(b"event:")
+    {
+        return Some(broken_envelope(
+            "a server-sent event stream (relata asks with \"stream\": false; the server or a proxy ignored it)",
+        ));
+    }
+    if content_type.contains("text/html") || trimmed.starts_with(b"<") {
+        return Some(broken_envelope(
+            "an HTML page (a proxy, login or error page?)",
+        ));
+    }
+    None
+}
+
+/// The envelope, or the provider error saying why the body is not one.
+fn parse_envelope(text: &str) -> Result<Envelope, ModelError> {
+    serde_json::from_str(text).map_err(|e| {
+        let what = match e.classify() {
+            serde_json::error::Category::Data if e.to_string().starts_with("duplicate field") => {
+                format!(
+                    "ambiguous JSON ({e}): which value is the answer cannot be told, so none is used"
+                )
+            }
+            serde_json::error::Category::Data => format!("JSON of an unexpected shape ({e})"),
+            other => format!("{} ({e})", category_name(other)),
+        };
+        broken_envelope(what)
+    })
+}
+
+/// The refusal text, when the message carries one that says something.
+fn refusal_text(refusal: Option<Value>) -> Option<String> {
+    match refusal {
         Some(Value::String(s)) if !s.trim().is_empty() => Some(s),
         Some(Value::Null) | None => None,
         Some(Value::String(_)) => None,
         Some(other) => Some(other.to_string()),
-    };
-    let (content, content_defect) = match content {
+    }
+}
+
+/// The message's content as text, and the model's defect in it when there is one:
+/// invalid UTF-8 inside it (the body is valid up to `invalid_utf8_at`), or a value that is
+/// not a string.
+fn content_text(
+    content: Option<Value>,
+    invalid_utf8_at: Option<usize>,
+) -> (Option<String>, Option<ModelError>) {
+    match content {
         None | Some(Value::Null) => (None, None),
         Some(Value::String(s)) if invalid_utf8_at.is_some() && s.contains('\u{FFFD}') => {
             let at = invalid_utf8_at.unwrap_or(0);
@@ -319,58 +380,27 @@ pub(crate) fn decode(body: &[u8], content_type: Option<&str>) -> Decoded {
                 }),
             )
         }
-    };
-    if content_defect.is_none() && invalid_utf8_at.is_some() {
-        // The bad bytes are outside the content: the envelope itself is broken.
-        return Decoded {
-            usage,
-            usage_ignored,
-            ..Decoded::failed(broken_envelope(format!(
-                "not valid UTF-8 outside the content (at byte {})",
-                invalid_utf8_at.unwrap_or(0)
-            )))
-        };
     }
-    let filtered = finish_reason.as_deref() == Some("content_filter");
-    let result = if let Some(r) = &refusal {
-        Err(ModelError::InvalidOutput {
-            reason: Reason::Refusal,
-            detail: format!(
-                "the model refused ({} chars of refusal text)",
-                r.chars().count()
-            ),
-        })
-    } else if filtered {
-        Err(ModelError::InvalidOutput {
-            reason: Reason::Refusal,
-            detail: format!(
-                "finish_reason = content_filter: the provider filtered the output ({} chars withheld)",
-                content.as_deref().map_or(0, |c| c.chars().count())
-            ),
-        })
-    } else if let Some(defect) = content_defect {
-        Err(defect)
-    } else if finish_reason.as_deref() == Some("length") {
-        Err(ModelError::InvalidOutput {
+}
+
+/// The content of a choice that was neither refused nor filtered and holds no defect: cut
+/// off at the token limit, empty, or the answer.
+fn finished_content(
+    finish_reason: Option<&str>,
+    content: Option<&str>,
+) -> Result<String, ModelError> {
+    if finish_reason == Some("length") {
+        return Err(ModelError::InvalidOutput {
             reason: Reason::Truncated,
             detail: "finish_reason = length: the output was cut off at the token limit".into(),
-        })
-    } else {
-        match &content {
-            Some(c) if !c.trim().is_empty() => Ok(c.clone()),
-            _ => Err(ModelError::InvalidOutput {
-                reason: Reason::Empty,
-                detail: "the response carries no content".into(),
-            }),
-        }
-    };
-    Decoded {
-        usage,
-        usage_ignored,
-        // What the provider filtered is not kept, not even as an excerpt.
-        content: if filtered { None } else { refusal.or(content) },
-        finish_reason,
-        result,
+        });
+    }
+    match content {
+        Some(c) if !c.trim().is_empty() => Ok(c.to_owned()),
+        _ => Err(ModelError::InvalidOutput {
+            reason: Reason::Empty,
+            detail: "the response carries no content".into(),
+        }),
     }
 }
 
