@@ -7,3 +7,5 @@
 //! - `layout/`: the workspace's dependency rules, read from `cargo metadata`.
 //!
 //! Unit tests and each crate's own integration tests stay beside the crate's code.
+
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]

@@ -33,6 +33,8 @@
 //! [`server`] serves the same over HTTP (`POST /v1/answers`). This crate knows nothing of
 //! AMQP, SQL or the OpenAI wire format.
 
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 mod answer;
 pub mod answerability;
 pub mod listen;

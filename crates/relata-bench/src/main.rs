@@ -13,6 +13,8 @@
 //! - `answer`: the answer path's own cost (retrieval + validation, and the whole
 //!   `POST /v1/answers`) with an instant fake model over a few hundred documents.
 
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 mod answer;
 mod overhead;
 mod real;

@@ -9,6 +9,8 @@
 //!
 //! This crate does no IO and has no async.
 
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 mod closed;
 pub mod contract;
 pub mod dead;

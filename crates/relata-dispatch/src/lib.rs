@@ -12,6 +12,8 @@
 //! a crash before publishing leaves the row unpublished, so the next run finds it. Nothing
 //! is lost in either order.
 
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 use relata_queue::{Broker, OutgoingJob, QueueError};
 use relata_store::{JobToPublish, Store, StoreError};
 

@@ -12,6 +12,8 @@
 //! means, this crate only answers for it. It also holds the one metric every server with a
 //! gate exports the same way, `relata_validation_check_enabled` ([`CheckConfigured`]).
 
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 use std::future::Future;
 use std::sync::Arc;
 

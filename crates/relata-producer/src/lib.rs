@@ -68,6 +68,8 @@
 //! [`sha256_hex`] is the producer's "unchanged" test: a document whose text hashes to the
 //! stored value is skipped.
 
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 pub mod chunk;
 pub mod corpus;
 

@@ -33,6 +33,8 @@
 //! Metrics are the worker's concern: this crate logs with `tracing` and knows nothing of
 //! Prometheus.
 
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 mod broker;
 mod config;
 mod consume;

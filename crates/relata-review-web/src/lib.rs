@@ -31,6 +31,8 @@
 //! `GET /review/candidate/{id}`, `POST /review/decide`, `GET /review/history`,
 //! `GET|POST /login`, `POST /logout`, `GET /static/app.css`, `GET /static/app.js`.
 
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 pub mod auth;
 mod backend;
 mod pages;

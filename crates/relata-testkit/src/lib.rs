@@ -21,6 +21,8 @@
 //! The same server runs as a process, `relata-fake-model`, for manual tests (see that
 //! binary's `--help`).
 
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 mod fake;
 pub mod harness;
 pub mod http;

@@ -120,6 +120,8 @@
 //! between two handles that were sent may still be the wrong relation. The gate does not detect a response cut off by the token limit
 //! (that is `truncated`, decided by the caller from `finish_reason`), nor a refusal.
 
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 mod answer;
 mod clause;
 mod config;

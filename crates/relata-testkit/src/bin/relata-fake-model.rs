@@ -11,6 +11,8 @@
 //! `{"kind":"hang"}`, `{"kind":"reset_mid_body","status":200,"body":"...","after_bytes":10}`,
 //! `{"kind":"close_immediately"}`. The base URL is printed on standard output.
 
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 use anyhow::{Context, bail};
 use relata_testkit::{FakeModelServer, Script};
 
