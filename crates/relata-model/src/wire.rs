@@ -261,27 +261,12 @@ pub(crate) fn decode(body: &[u8], content_type: Option<&str>) -> Decoded {
         )));
     }
     let filtered = finish_reason.as_deref() == Some("content_filter");
-    let result = if let Some(r) = &refusal {
-        Err(ModelError::InvalidOutput {
-            reason: Reason::Refusal,
-            detail: format!(
-                "the model refused ({} chars of refusal text)",
-                r.chars().count()
-            ),
-        })
-    } else if filtered {
-        Err(ModelError::InvalidOutput {
-            reason: Reason::Refusal,
-            detail: format!(
-                "finish_reason = content_filter: the provider filtered the output ({} chars withheld)",
-                content.as_deref().map_or(0, |c| c.chars().count())
-            ),
-        })
-    } else if let Some(defect) = content_defect {
-        Err(defect)
-    } else {
-        finished_content(finish_reason.as_deref(), content.as_deref())
-    };
+    let result = choice_result(
+        refusal.as_deref(),
+        content_defect,
+        finish_reason.as_deref(),
+        content.as_deref(),
+    );
     Decoded {
         usage,
         usage_ignored,
@@ -383,12 +368,35 @@ fn content_text(
     }
 }
 
-/// The content of a choice that was neither refused nor filtered and holds no defect: cut
-/// off at the token limit, empty, or the answer.
-fn finished_content(
+/// What a choice yields: a refusal, filtered output, the defect found in its content,
+/// output cut off at the token limit, no content, or the answer — judged in that order.
+fn choice_result(
+    refusal: Option<&str>,
+    content_defect: Option<ModelError>,
     finish_reason: Option<&str>,
     content: Option<&str>,
 ) -> Result<String, ModelError> {
+    if let Some(r) = refusal {
+        return Err(ModelError::InvalidOutput {
+            reason: Reason::Refusal,
+            detail: format!(
+                "the model refused ({} chars of refusal text)",
+                r.chars().count()
+            ),
+        });
+    }
+    if finish_reason == Some("content_filter") {
+        return Err(ModelError::InvalidOutput {
+            reason: Reason::Refusal,
+            detail: format!(
+                "finish_reason = content_filter: the provider filtered the output ({} chars withheld)",
+                content.map_or(0, |c| c.chars().count())
+            ),
+        });
+    }
+    if let Some(defect) = content_defect {
+        return Err(defect);
+    }
     if finish_reason == Some("length") {
         return Err(ModelError::InvalidOutput {
             reason: Reason::Truncated,
