@@ -305,16 +305,7 @@ async fn drive(
     let jobs_in = ledger.jobs_in;
     let requests_per_job = responder.chat_requests() as f64 / jobs_in.max(1) as f64;
 
-    let mut why = Vec::new();
-    if !done {
-        why.push(format!("not finished within {within:?}: {:?}", ledger.jobs));
-    }
-    if ledger.duplicates != 0 {
-        why.push(format!("{} duplicates", ledger.duplicates));
-    }
-    if ledger.lost != 0 {
-        why.push(format!("{} lost", ledger.lost));
-    }
+    let mut why = ledger.problems(done, within);
     if dead_queue < expected_dead_letters {
         why.push(format!(
             "expected {expected_dead_letters} dead letters, the dead queue holds {dead_queue}"
@@ -412,6 +403,22 @@ impl Ledger {
             lost,
             calls,
         })
+    }
+
+    /// What every scenario must show: finished (`done`) within `within`, no duplicates,
+    /// nothing lost.
+    fn problems(&self, done: bool, within: Duration) -> Vec<String> {
+        let mut why = Vec::new();
+        if !done {
+            why.push(format!("not finished within {within:?}: {:?}", self.jobs));
+        }
+        if self.duplicates != 0 {
+            why.push(format!("{} duplicates", self.duplicates));
+        }
+        if self.lost != 0 {
+            why.push(format!("{} lost", self.lost));
+        }
+        why
     }
 }
 
