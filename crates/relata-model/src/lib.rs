@@ -106,6 +106,8 @@
 //! carries the rejection's detail, bounded and redacted) and
 //! `relata_model_usage_ignored_total{task}`.
 
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+
 mod client;
 mod config;
 mod error;

@@ -21,5 +21,5 @@ mod pairs;
 mod promotion;
 mod report;
 mod review_tokens;
-mod twins;
 mod schema;
+mod twins;
