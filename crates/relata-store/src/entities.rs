@@ -104,6 +104,28 @@ pub struct Evidence {
     pub quote: String,
 }
 
+impl Evidence {
+    /// The evidence in `row`'s columns `[revision, start, end, quote]`; `None` when the
+    /// join was not given by the text (the columns are all NULL together).
+    pub(crate) fn read<I>(
+        row: &sqlx::postgres::PgRow,
+        [revision, start, end, quote]: [I; 4],
+    ) -> Result<Option<Evidence>>
+    where
+        I: sqlx::ColumnIndex<sqlx::postgres::PgRow>,
+    {
+        let Some(revision_id) = row.try_get::<Option<i64>, _>(revision)? else {
+            return Ok(None);
+        };
+        Ok(Some(Evidence {
+            revision_id,
+            start: row.try_get(start)?,
+            end: row.try_get(end)?,
+            quote: row.try_get(quote)?,
+        }))
+    }
+}
+
 /// A canonical entity with every mention resolved to it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CanonicalEntity {
@@ -296,15 +318,15 @@ impl Store {
                 revision_id: row.try_get("revision_id")?,
                 rule: Resolution::parse(row.try_get("rule")?)?,
                 joined_to: row.try_get("joined_to")?,
-                evidence: match row.try_get::<Option<i64>, _>("evidence_revision_id")? {
-                    None => None,
-                    Some(revision_id) => Some(Evidence {
-                        revision_id,
-                        start: row.try_get("evidence_start")?,
-                        end: row.try_get("evidence_end")?,
-                        quote: row.try_get("evidence_quote")?,
-                    }),
-                },
+                evidence: Evidence::read(
+                    row,
+                    [
+                        "evidence_revision_id",
+                        "evidence_start",
+                        "evidence_end",
+                        "evidence_quote",
+                    ],
+                )?,
                 claims: row.try_get("count")?,
             };
             if out.last().is_none_or(|c| c.id != canonical) {

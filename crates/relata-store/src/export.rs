@@ -304,15 +304,7 @@ fn entity(r: &PgRow) -> Result<ExportRecord> {
             Some(rule) => Some(ExportResolution {
                 rule: crate::entities::Resolution::parse(rule)?,
                 joined_to: r.try_get(18)?,
-                evidence: match r.try_get::<Option<i64>, _>(19)? {
-                    None => None,
-                    Some(revision_id) => Some(crate::entities::Evidence {
-                        revision_id,
-                        start: r.try_get(20)?,
-                        end: r.try_get(21)?,
-                        quote: r.try_get(22)?,
-                    }),
-                },
+                evidence: crate::entities::Evidence::read(r, [19, 20, 21, 22])?,
             }),
         },
         provenance: provenance(r, 7)?,
