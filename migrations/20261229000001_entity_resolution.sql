@@ -19,6 +19,10 @@ CREATE TABLE entity_resolutions (
     evidence_end     integer,
     evidence_quote   text,
     name_key         text NOT NULL,
+    -- The mention's own type, kept here so that the first mention of a name and type is
+    -- one index probe.
+    entity_type      text NOT NULL CHECK (entity_type IN ('person', 'organization',
+                        'location', 'event', 'work', 'concept', 'other')),
     rules_version    integer NOT NULL,
     resolved_at      timestamptz NOT NULL DEFAULT now(),
     CHECK ((rule = 'first') = (joined_to IS NULL)),
@@ -29,9 +33,10 @@ CREATE TABLE entity_resolutions (
     CHECK (evidence_end IS NULL OR evidence_end > evidence_start)
 );
 CREATE INDEX entity_resolutions_canonical_idx ON entity_resolutions (canonical_id);
--- What a new mention can join beside a commit: its revision's mentions and every
--- resolved mention of its name.
-CREATE INDEX entity_resolutions_name_key_idx ON entity_resolutions (name_key);
+-- What a new mention can join beside a commit: its revision's mentions and the first
+-- resolved mention of its name and type.
+CREATE INDEX entity_resolutions_name_key_idx
+    ON entity_resolutions (name_key, entity_type, entity_id);
 CREATE INDEX entities_revision_idx ON entities (revision_id);
 
 -- A person's undo: these two mentions are not one thing. No rule joins them directly

@@ -25,6 +25,9 @@ use crate::lock::lock_key;
 /// older rules can be told apart (and is re-resolved by `relata entities resolve`).
 pub const RULES_VERSION: i32 = 1;
 
+/// Held exclusively by a full resolve, shared by the step beside each commit.
+const RESOLUTION_LOCK: &str = "entity-resolution";
+
 /// Why a mention belongs to its canonical entity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -171,7 +174,7 @@ impl Store {
     pub async fn resolve_entities(&self) -> Result<ResolveSummary> {
         let mut tx = self.pool.begin().await?;
         sqlx::query("SELECT pg_advisory_xact_lock($1)")
-            .bind(lock_key("entity-resolution"))
+            .bind(lock_key(RESOLUTION_LOCK))
             .execute(&mut *tx)
             .await?;
         let mentions = load(&mut tx, format!("{LOAD_MENTIONS} ORDER BY e.id"), None).await?;
@@ -198,8 +201,10 @@ impl Store {
             return Ok(0);
         }
         let mut tx = self.pool.begin().await?;
-        sqlx::query("SELECT pg_advisory_xact_lock($1)")
-            .bind(lock_key("entity-resolution"))
+        // Beside other workers' commits: a full resolve excludes this, and two commits
+        // wait for each other only where they share a revision or a name.
+        sqlx::query("SELECT pg_advisory_xact_lock_shared($1)")
+            .bind(lock_key(RESOLUTION_LOCK))
             .execute(&mut *tx)
             .await?;
         let fresh = load(
@@ -215,22 +220,50 @@ impl Store {
         if fresh.is_empty() {
             return Ok(0);
         }
-        // The neighbourhood a new mention can join: its revision's mentions (the in-text
-        // rules) and every resolved mention of the same name.
         let revisions: Vec<i64> = fresh.iter().map(|m| m.revision_id).collect();
         let keys: Vec<String> = fresh.iter().map(|m| name_key(&m.name)).collect();
+        let mut locks: Vec<i64> = revisions
+            .iter()
+            .map(|r| lock_key(&format!("entity-revision:{r}")))
+            .chain(keys.iter().map(|k| lock_key(&format!("entity-name:{k}"))))
+            .collect();
+        // One order for every taker, so two commits never wait for each other in a cycle.
+        locks.sort_unstable();
+        locks.dedup();
+        for lock in locks {
+            sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                .bind(lock)
+                .execute(&mut *tx)
+                .await?;
+        }
+        // The neighbourhood a new mention can join: its revision's mentions (the in-text
+        // rules) and, for its name, the first resolved mention of each type — the one
+        // `same_name` joins every later mention to — found by index, however many
+        // mentions share the name.
         let near = load(
             &mut tx,
             format!(
                 "{LOAD_MENTIONS} WHERE e.revision_id = ANY($1) OR e.id IN
-                   (SELECT entity_id FROM entity_resolutions WHERE name_key = ANY($2))
-                 ORDER BY e.id"
+                   (SELECT f.entity_id
+                      FROM unnest($2::text[]) AS k(key)
+                      CROSS JOIN unnest(ARRAY[{types}]) AS t(entity_type)
+                      CROSS JOIN LATERAL (
+                          SELECT r.entity_id FROM entity_resolutions r
+                           WHERE r.name_key = k.key AND r.entity_type = t.entity_type
+                           ORDER BY r.entity_id LIMIT 1) f)
+                 ORDER BY e.id",
+                types = EntityType::ALL
+                    .iter()
+                    .map(|t| format!("'{}'", t.as_str()))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             Some((&revisions, &keys)),
         )
         .await?;
         let known = known_placements(&mut tx, &near).await?;
-        let texts = revision_texts(&mut tx, &near).await?;
+        // Only the new mentions' own revisions can give an in-text join.
+        let texts = revision_texts(&mut tx, &fresh).await?;
         let apart = separations(&mut tx).await?;
         let as_mentions: Vec<Mention> = near.iter().map(Loaded::mention).collect();
         let found = joins(&as_mentions, |doc| texts.get(doc).map(String::as_str));
@@ -650,20 +683,22 @@ async fn write<'a>(
         cols.ev_quote
             .push(p.evidence.as_ref().map(|e| e.quote.clone()));
         cols.key.push(p.name_key.clone());
+        cols.entity_type.push(m.entity_type.as_str());
     }
     let written = sqlx::query(
         "INSERT INTO entity_resolutions AS r (entity_id, canonical_id, rule, joined_to,
              evidence_revision_id, evidence_start, evidence_end, evidence_quote, name_key,
-             rules_version)
-         SELECT u.*, $10 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[],
-             $5::bigint[], $6::int[], $7::int[], $8::text[], $9::text[]) AS u
+             entity_type, rules_version)
+         SELECT u.*, $11 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[],
+             $5::bigint[], $6::int[], $7::int[], $8::text[], $9::text[], $10::text[]) AS u
          ON CONFLICT (entity_id) DO UPDATE SET
              canonical_id = EXCLUDED.canonical_id, rule = EXCLUDED.rule,
              joined_to = EXCLUDED.joined_to,
              evidence_revision_id = EXCLUDED.evidence_revision_id,
              evidence_start = EXCLUDED.evidence_start, evidence_end = EXCLUDED.evidence_end,
              evidence_quote = EXCLUDED.evidence_quote, name_key = EXCLUDED.name_key,
-             rules_version = EXCLUDED.rules_version, resolved_at = now()
+             entity_type = EXCLUDED.entity_type, rules_version = EXCLUDED.rules_version,
+             resolved_at = now()
          WHERE (r.canonical_id, r.rule, r.joined_to, r.evidence_revision_id,
                 r.evidence_start, r.evidence_end, r.evidence_quote, r.name_key,
                 r.rules_version)
@@ -682,6 +717,7 @@ async fn write<'a>(
     .bind(&cols.ev_end)
     .bind(&cols.ev_quote)
     .bind(&cols.key)
+    .bind(&cols.entity_type)
     .bind(RULES_VERSION)
     .execute(&mut *tx)
     .await?;
@@ -699,4 +735,5 @@ struct Columns<'a> {
     ev_end: Vec<Option<i32>>,
     ev_quote: Vec<Option<String>>,
     key: Vec<String>,
+    entity_type: Vec<&'static str>,
 }
