@@ -1,7 +1,7 @@
 //! Pairs follow the canonical entity through the workers: a document that says "Alpha
-//! Corporation, more commonly known as Alphaco" lets a claim about "Alphaco" in another
+//! Corporation, more commonly known as Alphaco" lets a claim about "Alphaco" in a later
 //! document meet a claim about "Alpha Corporation", which the subject's name alone would
-//! never pair.
+//! never pair. The worker's promoter resolves the mentions beside the commits.
 
 use std::time::Duration;
 
@@ -54,6 +54,8 @@ async fn an_alias_the_text_gives_pairs_claims_across_documents() {
         .wait_for_jobs(Task::Extract, 1, Duration::from_secs(60))
         .await;
     assert_eq!(states.get("accepted"), Some(&1), "{states:?}");
+    // The worker's promoter places the mentions beside the commits.
+    resolved_mentions(&env, 2).await;
     let second = env.write_doc("alphaco.txt", SHORT);
     let out = env.relata(&["ingest", corpus_path(&second), "--source", "wiki"]);
     assert_eq!(
@@ -67,9 +69,8 @@ async fn an_alias_the_text_gives_pairs_claims_across_documents() {
         .await;
     assert_eq!(states.get("accepted"), Some(&2), "{states:?}");
 
-    // The worker placed every mention as it committed: one entity, three mentions.
-    let out = env.relata(&["entities", "list", "--json"]);
-    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The promoter placed every mention: one entity, three mentions.
+    let listed = resolved_mentions(&env, 3).await;
     let entities = listed.as_array().unwrap();
     assert_eq!(entities.len(), 1, "{listed}");
     assert_eq!(
@@ -98,9 +99,33 @@ async fn an_alias_the_text_gives_pairs_claims_across_documents() {
         claims[0]["canonical_id"], claims[1]["canonical_id"],
         "{claims:#?}"
     );
-    // Nothing more to resolve: the full resolve agrees with what the worker did.
+    // Nothing more to resolve: the full resolve agrees with what the promoter did.
     let out = env.relata(&["entities", "resolve", "--json"]);
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["changed"], 0, "{summary}");
     drop((extract, classify));
+}
+
+/// `relata entities list --json` once `n` mentions are resolved (within a minute).
+async fn resolved_mentions(env: &Env, n: usize) -> serde_json::Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let out = env.relata(&["entities", "list", "--json"]);
+        let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let resolved: usize = listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e["mentions"].as_array().unwrap().len())
+            .sum();
+        if resolved >= n {
+            return listed;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{resolved} of {n} mentions resolved: {listed}\n{}",
+            env.worker_logs()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }

@@ -24,8 +24,9 @@ impl Store {
     /// Candidate pairs for newly committed claims, as `(lower id, higher id)`.
     ///
     /// For each new claim: the `k` newest claims (by commit time, then id) with the same
-    /// normalised subject or the same canonical entity (`entities`), from *other* documents, taken from those documents' current
-    /// revisions only (claims of superseded text are not paired). Pairs already reserved
+    /// normalised subject or the same canonical entity (`entities`), from *other*
+    /// documents, taken from those documents' current revisions only (claims of superseded
+    /// text are not paired). Pairs already reserved
     /// for `version` are then left out — `k` bounds the neighbourhood looked at, not the
     /// number of pairs found after skipping, so asking twice never reaches further back.
     /// Output is ordered by new claim, then newest partner first, without repeats.
@@ -40,9 +41,36 @@ impl Store {
         if new_claim_ids.is_empty() || k == 0 {
             return Ok(Vec::new());
         }
+        // A new claim's mention is placed among the canonical entities beside the commits,
+        // often after this runs; until then its entity is the one its name and type
+        // resolve to (the first resolved mention of that name, which `same_name` joins it
+        // to), so an alias an earlier document gave already counts.
+        let named: Vec<(i64, String, String)> = sqlx::query_as(
+            "SELECT c.id, e.name, e.entity_type FROM claims c JOIN entities e ON e.id = c.entity_id
+             WHERE c.id = ANY($1)",
+        )
+        .bind(new_claim_ids)
+        .fetch_all(&self.pool)
+        .await?;
+        let (mut claim, mut key, mut kind) = (Vec::new(), Vec::new(), Vec::new());
+        for (id, name, entity_type) in named {
+            claim.push(id);
+            key.push(relata_validate::resolve::name_key(&name));
+            kind.push(entity_type);
+        }
         let rows = sqlx::query(
             "SELECT n.id, o.id
              FROM claims n
+             LEFT JOIN unnest($4::bigint[], $5::text[], $6::text[])
+                  AS k(claim_id, name_key, entity_type) ON k.claim_id = n.id
+             CROSS JOIN LATERAL (
+                 SELECT coalesce(
+                     (SELECT r.canonical_id FROM entity_resolutions r
+                       WHERE r.entity_id = n.entity_id),
+                     (SELECT r.canonical_id FROM entity_resolutions r
+                       WHERE r.name_key = k.name_key AND r.entity_type = k.entity_type
+                       ORDER BY r.entity_id LIMIT 1)) AS canonical_id
+             ) mine
              CROSS JOIN LATERAL (
                  SELECT u.id, u.created_at FROM (
                      (SELECT c.id, c.created_at
@@ -53,18 +81,17 @@ impl Store {
                         -- Resolution keeps a homonym (another type, or a join a person
                         -- undid) apart even where the names match.
                         AND NOT EXISTS (
-                            SELECT 1 FROM entity_resolutions a, entity_resolutions b
-                            WHERE a.entity_id = n.entity_id AND b.entity_id = c.entity_id
-                              AND a.canonical_id <> b.canonical_id)
+                            SELECT 1 FROM entity_resolutions b
+                            WHERE b.entity_id = c.entity_id
+                              AND b.canonical_id <> mine.canonical_id)
                       ORDER BY c.created_at DESC, c.id DESC
                       LIMIT $2)
                      UNION
                      (SELECT c.id, c.created_at
-                      FROM entity_resolutions mine
-                      JOIN entity_resolutions same ON same.canonical_id = mine.canonical_id
+                      FROM entity_resolutions same
                       JOIN claims c ON c.entity_id = same.entity_id
                       JOIN documents d ON d.current_revision_id = c.revision_id
-                      WHERE mine.entity_id = n.entity_id
+                      WHERE same.canonical_id = mine.canonical_id
                         AND c.document_id <> n.document_id
                       ORDER BY c.created_at DESC, c.id DESC
                       LIMIT $2)
@@ -83,6 +110,9 @@ impl Store {
         .bind(new_claim_ids)
         .bind(i64::from(k))
         .bind(version.fingerprint())
+        .bind(&claim)
+        .bind(&key)
+        .bind(&kind)
         .fetch_all(&self.pool)
         .await?;
         let mut seen = HashSet::new();

@@ -356,7 +356,19 @@ impl Promoter {
             if todo.is_empty() {
                 return Ok(total);
             }
+            let mentions: Vec<i64> = todo
+                .iter()
+                .map(Candidate::id)
+                .filter(|id| id.kind == RowKind::Entity)
+                .map(|id| id.id)
+                .collect();
             let s = self.store.promote_committed(&self.policy, todo).await?;
+            // Beside the commits, like promotion: place the mentions they stored among the
+            // canonical entities. A failure leaves them for `relata entities resolve`;
+            // meanwhile their claims pair by name.
+            if let Err(e) = self.store.resolve_new_entities(&mentions).await {
+                tracing::warn!(error = %e, "entity resolution failed; `relata entities resolve` places these mentions");
+            }
             self.decided(&s, JudgedFrom::Commit);
             if s.already_judged > 0 {
                 tracing::debug!(

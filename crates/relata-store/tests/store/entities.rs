@@ -184,7 +184,7 @@ async fn a_separation_moves_a_mention_back_without_losing_a_row() {
 }
 
 #[tokio::test]
-async fn a_new_document_resolves_beside_its_commit_as_a_full_resolve_would() {
+async fn a_new_document_pairs_by_its_entity_and_resolves_as_a_full_resolve_would() {
     let db = TestDb::new().await;
     let s = &db.store;
     let w = world(s).await;
@@ -195,13 +195,22 @@ async fn a_new_document_resolves_beside_its_commit_as_a_full_resolve_would() {
         .collect();
     assert_eq!(s.resolve_new_entities(&all).await.unwrap(), 5);
     assert_eq!(s.resolve_new_entities(&all).await.unwrap(), 0);
-    let (e, _) = doc_with(
+    let (e, e_claim) = doc_with(
         s,
         "e1",
         "Alphaco opened the office called e1 in the city.",
         &[("Alphaco", "organization")],
     )
     .await;
+    // Not resolved yet, its claim already pairs through the entity its name resolves to:
+    // the company's three claims, two of them about "Alpha Corporation".
+    let pairs = s
+        .candidate_pairs(&[e_claim], 8, &classify_version())
+        .await
+        .unwrap();
+    let mut partners: Vec<i64> = pairs.iter().map(|&(x, y)| x + y - e_claim).collect();
+    partners.sort_unstable();
+    assert_eq!(partners, [w.a.1, w.b.1, w.c.1], "{pairs:?}");
     assert_eq!(s.resolve_new_entities(&e).await.unwrap(), 1);
     let entities = s.canonical_entities(None).await.unwrap();
     let company = entities.iter().find(|x| x.id == w.a.0[0]).unwrap();

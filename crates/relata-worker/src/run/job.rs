@@ -170,7 +170,6 @@ impl Worker {
         match committed {
             Ok(CommitOutcome::Committed(mut c)) => {
                 self.committed(&rejections, &mut c);
-                self.resolve_entities(&c.entity_ids).await;
                 if let Err(s) = self.follow_up(&job.job_id, Some(&c.claim_ids)).await {
                     return s;
                 }
@@ -245,25 +244,6 @@ impl Worker {
             }
             Ok(CommitOutcome::AlreadyCommitted { .. }) => Settle::Ack(JobOutcome::AlreadyDone),
             Err(e) => self.store_failed(&job.job_id, &e, Some(&record)).await,
-        }
-    }
-
-    /// Place the mentions a commit stored among the canonical entities before its claims
-    /// are paired (pairs follow the canonical entity). A failure is logged, not fatal:
-    /// pairing falls back to the subject's name, and `relata entities resolve` places the
-    /// mentions later.
-    async fn resolve_entities(&self, entity_ids: &[i64]) {
-        if entity_ids.is_empty() {
-            return;
-        }
-        if let Err(e) = self
-            .store_retry(|| self.store.resolve_new_entities(entity_ids))
-            .await
-        {
-            tracing::warn!(
-                error = %e,
-                "entity resolution failed; these claims pair by subject name until `relata entities resolve`"
-            );
         }
     }
 
