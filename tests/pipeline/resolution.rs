@@ -118,7 +118,7 @@ fn real_model_corpus_mentions_join_by_rule_with_measured_precision() {
         let (p, r) = (p / n, r / n);
         (p, r, 2.0 * p * r / (p + r))
     };
-    for rule in JoinRule::ALL {
+    for &rule in JoinRule::ALL {
         let only: Vec<_> = js.iter().filter(|j| j.rule == rule).copied().collect();
         let (p, r, f) = b3(&clusters(mentions.len(), &only));
         eprintln!(
@@ -130,7 +130,7 @@ fn real_model_corpus_mentions_join_by_rule_with_measured_precision() {
     eprintln!("all rules: B-cubed precision {b3_p:.3}, recall {b3_r:.3}, F1 {b3_f:.3}");
     let precision = tp as f64 / (tp + fp).max(1) as f64;
     let recall = tp as f64 / (tp + fneg).max(1) as f64;
-    for rule in JoinRule::ALL {
+    for &rule in JoinRule::ALL {
         let (right, all) = per_rule.get(&rule).copied().unwrap_or_default();
         eprintln!("{}: {right}/{all} joins right", rule.as_str());
     }

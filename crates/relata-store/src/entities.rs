@@ -6,20 +6,21 @@
 //! [`Store::resolve_entities`] recomputes the whole mapping from the mentions, the
 //! revisions' text and the separations people recorded, and writes only the rows that
 //! changed, so running it again changes nothing and a rule change is a backfill.
-//! [`Store::resolve_new_entities`] is the cheap step beside a commit: it resolves the
-//! mentions that have no row yet against the store, attaching each to an existing entity
-//! or founding one, without re-deciding the rest (a mention that would bridge two
-//! existing entities joins the older one; the next full resolve merges them).
+//! [`Store::resolve_new_entities`] is the cheap step beside the commits (a worker's
+//! promoter takes it): it resolves the mentions that have no row yet against the store,
+//! attaching each to an existing entity or founding one, without re-deciding the rest (a
+//! mention that would bridge two existing entities joins the older one; the next full
+//! resolve merges them).
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
-use relata_core::EntityType;
+use relata_core::{EntityType, closed_enum};
 use relata_validate::resolve::{Join, JoinRule, Mention, clusters, joins, name_key};
 use sqlx::Row;
 
-use crate::Store;
 use crate::error::{Result, StoreError};
 use crate::lock::lock_key;
+use crate::{Store, parse_label};
 
 /// Bumped when a rule changes what it joins; stored with each row, so a store resolved by
 /// older rules can be told apart (and is re-resolved by `relata entities resolve`).
@@ -28,47 +29,24 @@ pub const RULES_VERSION: i32 = 1;
 /// Held exclusively by a full resolve, shared by the step beside each commit.
 const RESOLUTION_LOCK: &str = "entity-resolution";
 
-/// Why a mention belongs to its canonical entity.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Resolution {
-    /// The entity's first mention: its id names the entity.
-    First,
-    SameName,
-    AliasInText,
-    ShortName,
+closed_enum! {
+    /// Why a mention belongs to its canonical entity: the entity's first mention (its id
+    /// names the entity) or the rule of `relata_validate::resolve` that joined it.
+    pub enum Resolution: "resolution rule" {
+        First = "first",
+        SameName = "same_name",
+        AliasInText = "alias_in_text",
+        ShortName = "short_name",
+    }
 }
 
 impl Resolution {
-    pub const ALL: [Resolution; 4] = [
-        Resolution::First,
-        Resolution::SameName,
-        Resolution::AliasInText,
-        Resolution::ShortName,
-    ];
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Resolution::First => "first",
-            Resolution::SameName => JoinRule::SameName.as_str(),
-            Resolution::AliasInText => JoinRule::AliasInText.as_str(),
-            Resolution::ShortName => JoinRule::ShortName.as_str(),
-        }
-    }
-
     fn of(rule: JoinRule) -> Resolution {
         match rule {
             JoinRule::SameName => Resolution::SameName,
             JoinRule::AliasInText => Resolution::AliasInText,
             JoinRule::ShortName => Resolution::ShortName,
         }
-    }
-
-    pub(crate) fn parse(s: &str) -> Result<Resolution> {
-        Resolution::ALL
-            .into_iter()
-            .find(|r| r.as_str() == s)
-            .ok_or_else(|| StoreError::Invariant(format!("unknown resolution rule {s:?}")))
     }
 }
 
@@ -164,9 +142,13 @@ struct Placement {
     name_key: String,
 }
 
-const LOAD_MENTIONS: &str =
-    "SELECT e.id, e.revision_id, e.name, e.entity_type, ch.start_byte, ch.text
-     FROM entities e JOIN chunks ch ON ch.id = e.chunk_id";
+/// What [`loaded`] reads of a mention: its row and its chunk (to place it in the text).
+macro_rules! load_mentions {
+    () => {
+        "SELECT e.id, e.revision_id, e.name, e.entity_type, ch.start_byte, ch.text
+         FROM entities e JOIN chunks ch ON ch.id = e.chunk_id "
+    };
+}
 
 impl Store {
     /// Recompute every mention's canonical entity (see the module). One resolve at a time:
@@ -177,7 +159,10 @@ impl Store {
             .bind(lock_key(RESOLUTION_LOCK))
             .execute(&mut *tx)
             .await?;
-        let mentions = load(&mut tx, format!("{LOAD_MENTIONS} ORDER BY e.id"), None).await?;
+        let rows = sqlx::query(concat!(load_mentions!(), "ORDER BY e.id"))
+            .fetch_all(&mut *tx)
+            .await?;
+        let mentions = loaded(&rows)?;
         let texts = revision_texts(&mut tx, &mentions).await?;
         let apart = separations(&mut tx).await?;
         let as_mentions: Vec<Mention> = mentions.iter().map(Loaded::mention).collect();
@@ -192,10 +177,10 @@ impl Store {
         Ok(summary)
     }
 
-    /// Resolve the mentions `entity_ids` (those a commit just stored), and any mention of
+    /// Resolve the mentions `entity_ids` (those commits just stored), and any mention of
     /// their revisions still without a resolution, against the store (see the module):
-    /// the step a worker takes after committing, before it pairs claims. Returns how many
-    /// rows it wrote.
+    /// the step a worker's promoter takes beside the commits. Returns how many rows it
+    /// wrote.
     pub async fn resolve_new_entities(&self, entity_ids: &[i64]) -> Result<u64> {
         if entity_ids.is_empty() {
             return Ok(0);
@@ -207,16 +192,16 @@ impl Store {
             .bind(lock_key(RESOLUTION_LOCK))
             .execute(&mut *tx)
             .await?;
-        let fresh = load(
-            &mut tx,
-            format!(
-                "{LOAD_MENTIONS} WHERE e.id = ANY($1) AND NOT EXISTS
-                   (SELECT 1 FROM entity_resolutions r WHERE r.entity_id = e.id)
-                 ORDER BY e.id"
-            ),
-            Some((entity_ids, &[])),
-        )
+        let rows = sqlx::query(concat!(
+            load_mentions!(),
+            "WHERE e.id = ANY($1)
+               AND NOT EXISTS (SELECT 1 FROM entity_resolutions r WHERE r.entity_id = e.id)
+             ORDER BY e.id"
+        ))
+        .bind(entity_ids)
+        .fetch_all(&mut *tx)
         .await?;
+        let fresh = loaded(&rows)?;
         if fresh.is_empty() {
             return Ok(0);
         }
@@ -240,27 +225,25 @@ impl Store {
         // rules) and, for its name, the first resolved mention of each type — the one
         // `same_name` joins every later mention to — found by index, however many
         // mentions share the name.
-        let near = load(
-            &mut tx,
-            format!(
-                "{LOAD_MENTIONS} WHERE e.revision_id = ANY($1) OR e.id IN
-                   (SELECT f.entity_id
-                      FROM unnest($2::text[]) AS k(key)
-                      CROSS JOIN unnest(ARRAY[{types}]) AS t(entity_type)
-                      CROSS JOIN LATERAL (
-                          SELECT r.entity_id FROM entity_resolutions r
-                           WHERE r.name_key = k.key AND r.entity_type = t.entity_type
-                           ORDER BY r.entity_id LIMIT 1) f)
-                 ORDER BY e.id",
-                types = EntityType::ALL
-                    .iter()
-                    .map(|t| format!("'{}'", t.as_str()))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-            Some((&revisions, &keys)),
-        )
+        let types: Vec<&str> = EntityType::ALL.iter().map(|t| t.as_str()).collect();
+        let rows = sqlx::query(concat!(
+            load_mentions!(),
+            "WHERE e.revision_id = ANY($1) OR e.id IN
+               (SELECT f.entity_id
+                  FROM unnest($2::text[]) AS k(key)
+                  CROSS JOIN unnest($3::text[]) AS t(entity_type)
+                  CROSS JOIN LATERAL (
+                      SELECT r.entity_id FROM entity_resolutions r
+                       WHERE r.name_key = k.key AND r.entity_type = t.entity_type
+                       ORDER BY r.entity_id LIMIT 1) f)
+             ORDER BY e.id"
+        ))
+        .bind(&revisions)
+        .bind(&keys)
+        .bind(&types)
+        .fetch_all(&mut *tx)
         .await?;
+        let near = loaded(&rows)?;
         let known = known_placements(&mut tx, &near).await?;
         // Only the new mentions' own revisions can give an in-text join.
         let texts = revision_texts(&mut tx, &fresh).await?;
@@ -349,7 +332,7 @@ impl Store {
                 name: row.try_get("name")?,
                 document_id: row.try_get("document_id")?,
                 revision_id: row.try_get("revision_id")?,
-                rule: Resolution::parse(row.try_get("rule")?)?,
+                rule: parse_label(row.try_get("rule")?)?,
                 joined_to: row.try_get("joined_to")?,
                 evidence: Evidence::read(
                     row,
@@ -405,27 +388,13 @@ impl Loaded {
     }
 }
 
-async fn load(
-    tx: &mut sqlx::PgConnection,
-    sql: String,
-    binds: Option<(&[i64], &[String])>,
-) -> Result<Vec<Loaded>> {
-    // Only the module's own constant text is spliced in, never an input.
-    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-    if let Some((ids, keys)) = binds {
-        query = query.bind(ids);
-        if !keys.is_empty() {
-            query = query.bind(keys);
-        }
-    }
-    let rows = query.fetch_all(&mut *tx).await?;
+fn loaded(rows: &[sqlx::postgres::PgRow]) -> Result<Vec<Loaded>> {
     rows.iter()
         .map(|row| {
             let name: String = row.try_get("name")?;
             let chunk: String = row.try_get("text")?;
             let chunk_start: i32 = row.try_get("start_byte")?;
             let revision_id: i64 = row.try_get("revision_id")?;
-            let entity_type: String = row.try_get("entity_type")?;
             // A name is the chunk's own text; where it is not found verbatim the mention
             // sits at its chunk's start, where no in-text rule can place it next to
             // another name.
@@ -435,9 +404,7 @@ async fn load(
                 revision_id,
                 document: revision_id.to_string(),
                 start: usize::try_from(chunk_start).unwrap_or(0) + within,
-                entity_type: entity_type.parse().map_err(|_| {
-                    StoreError::Invariant(format!("stored entity type {entity_type:?}"))
-                })?,
+                entity_type: parse_label(row.try_get("entity_type")?)?,
                 name,
             })
         })

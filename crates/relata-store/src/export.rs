@@ -299,10 +299,10 @@ fn entity(r: &PgRow) -> Result<ExportRecord> {
         name_normalized: r.try_get(5)?,
         entity_type: r.try_get(6)?,
         canonical_id: r.try_get(16)?,
-        resolution: match r.try_get::<Option<&str>, _>(17)? {
+        resolution: match r.try_get::<Option<String>, _>(17)? {
             None => None,
             Some(rule) => Some(ExportResolution {
-                rule: crate::entities::Resolution::parse(rule)?,
+                rule: parse_label(rule)?,
                 joined_to: r.try_get(18)?,
                 evidence: crate::entities::Evidence::read(r, [19, 20, 21, 22])?,
             }),

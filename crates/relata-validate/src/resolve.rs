@@ -17,29 +17,14 @@
 
 use std::collections::HashMap;
 
-use relata_core::EntityType;
+use relata_core::{EntityType, closed_enum};
 
-/// How two mentions were joined.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum JoinRule {
-    SameName,
-    AliasInText,
-    ShortName,
-}
-
-impl JoinRule {
-    pub const ALL: [JoinRule; 3] = [
-        JoinRule::SameName,
-        JoinRule::AliasInText,
-        JoinRule::ShortName,
-    ];
-
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            JoinRule::SameName => "same_name",
-            JoinRule::AliasInText => "alias_in_text",
-            JoinRule::ShortName => "short_name",
-        }
+closed_enum! {
+    /// How two mentions were joined.
+    pub enum JoinRule: "join rule" {
+        SameName = "same_name",
+        AliasInText = "alias_in_text",
+        ShortName = "short_name",
     }
 }
 
