@@ -132,7 +132,11 @@ async fn list(
         return Ok(0);
     }
     if entities.is_empty() {
-        outln!("no resolved entities (run `relata entities resolve`)")?;
+        if name.is_some() || joined {
+            outln!("no resolved entity matches")?;
+        } else {
+            outln!("no resolved entities (run `relata entities resolve`)")?;
+        }
     }
     for e in &entities {
         outln!(
