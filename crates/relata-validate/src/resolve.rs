@@ -82,10 +82,18 @@ const ALIAS_LINKS: &[&str] = &[
     " (commonly known as ",
     ", officially ",
     " (officially ",
-    ", officially the ",
     " or ",
     " (or ",
 ];
+
+/// Whether `gap` is a link of [`ALIAS_LINKS`], followed or not by "the" before the second
+/// name ("X, more commonly known as the Oscars", "X, officially the Y").
+fn is_alias_link(gap: &str) -> bool {
+    ALIAS_LINKS.contains(&gap)
+        || gap
+            .strip_suffix("the ")
+            .is_some_and(|g| ALIAS_LINKS.contains(&g))
+}
 
 /// The words of a name that an acronym takes its letters from.
 fn initials(name: &str) -> String {
@@ -129,7 +137,7 @@ pub fn joins<'t>(mentions: &[Mention<'_>], text_of: impl Fn(&str) -> Option<&'t 
                 if let Some(t) = text
                     && a.end() <= b.start
                     && let Some(gap) = t.get(a.end()..b.start)
-                    && ALIAS_LINKS.contains(&gap)
+                    && is_alias_link(gap)
                 {
                     out.push(Join {
                         a: i,
@@ -220,6 +228,27 @@ mod tests {
         assert_eq!(name_key("Ame\u{301}lie"), name_key("Amélie"));
         assert_ne!(name_key("Seurat"), name_key("Georges Seurat"));
         assert_ne!(name_key("A Christmas Carol"), name_key("Christmas carol"));
+    }
+
+    #[test]
+    fn an_alias_written_after_the_is_given_by_the_text() {
+        // As a model names them: without the article the text puts before the alias.
+        let d = "The Academy Awards, more commonly known as the Oscars, are awards.";
+        let ms = [
+            m("d", "Academy Awards", 4, EntityType::Work),
+            m("d", "Oscars", d.find("Oscars").unwrap(), EntityType::Work),
+        ];
+        let js = joins(&ms, |_| Some(d));
+        assert_eq!(js.len(), 1, "{js:?}");
+        assert_eq!(js[0].rule, JoinRule::AliasInText);
+        let (s, e) = js[0].evidence.unwrap();
+        assert_eq!(
+            &d[s..e],
+            "Academy Awards, more commonly known as the Oscars"
+        );
+        // "the" is the only word allowed there.
+        let d = "The Academy Awards, more commonly known as a Oscars, are awards.";
+        assert!(joins(&ms, |_| Some(d)).is_empty());
     }
 
     #[test]
