@@ -19,6 +19,7 @@ pub mod job;
 pub mod labels;
 pub mod names;
 pub mod promotion;
+pub mod referents;
 pub mod sentences;
 pub mod settings;
 pub mod task;

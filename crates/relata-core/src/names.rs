@@ -402,7 +402,7 @@ pub fn candidates(text: &str, title: Option<&str>) -> Vec<String> {
 
 /// The title as the chunk writes it, without a trailing disambiguation in parentheses:
 /// found as written, or with its first letter's case changed.
-fn title_in<'t>(text: &'t str, title: &str) -> Option<&'t str> {
+pub fn title_in<'t>(text: &'t str, title: &str) -> Option<&'t str> {
     let title = match title.trim().rfind(" (") {
         Some(at) if title.trim().ends_with(')') => &title.trim()[..at],
         _ => title.trim(),
