@@ -75,7 +75,7 @@ pub const EXTRACT_V1: Contract = Contract {
 /// `relata.extract` v2: claims keyed by the handle of the chunk's sentence they state
 /// (`S1`, `S2`, … as [`crate::sentences::handled`] numbers them), each a subject and a
 /// statement or `null`; the quote is the sentence itself, so the model copies none. The
-/// contract of `extract-p4`.
+/// contract of `extract-p4` and `extract-p5`.
 pub const EXTRACT_V2: Contract = Contract {
     task: Task::Extract,
     schema_id: "relata.extract",
@@ -103,6 +103,18 @@ pub const ANSWER_V1: Contract = Contract {
     version: 1,
     name: "relata_answer_v1",
     json_schema: include_str!("../schemas/relata.answer.v1.json"),
+};
+
+/// `relata.answer` v2: v1's answer, citations and `found` under one key, `reply`. The
+/// wrapper exists for the schema sent with `answer-p2`: it splits `reply` into two closed
+/// branches (answered with at least one citation, or the abstention with none), which
+/// OpenAI's strict mode takes only below the root. The gate judges `reply` as v1's root.
+pub const ANSWER_V2: Contract = Contract {
+    task: Task::Answer,
+    schema_id: "relata.answer",
+    version: 2,
+    name: "relata_answer_v2",
+    json_schema: include_str!("../schemas/relata.answer.v2.json"),
 };
 
 impl Contract {
@@ -158,6 +170,11 @@ mod tests {
             ANSWER_V1.sha256(),
             "1fafaf7567a3287622ed16234c0fe2155362a77e131d69b0453d8009babb0e8f",
             "relata.answer v1 changed without a version bump"
+        );
+        assert_eq!(
+            ANSWER_V2.sha256(),
+            "89c121cbdfd1835d2790882cec3f39dab87d7f9948702daa76c719018e7a82a0",
+            "relata.answer v2 changed without a version bump"
         );
     }
 
@@ -258,6 +275,15 @@ mod tests {
             n(&["properties", "citations", "items", "maxLength"]),
             SOURCE_HANDLE_MAX_CHARS
         );
+        // v2's reply is v1's root, title and dialect keyword aside.
+        let mut v1 = ANSWER_V1.schema_value();
+        let v1 = v1.as_object_mut().unwrap();
+        v1.remove("$schema");
+        v1.remove("title");
+        assert_eq!(
+            at(&ANSWER_V2.schema_value(), &["properties", "reply"]),
+            &Value::Object(v1.clone())
+        );
     }
 
     /// An object either forbids unknown fields or names what its keys may be
@@ -281,5 +307,6 @@ mod tests {
         walk(&EXTRACT_V2.schema_value(), String::new());
         walk(&CLASSIFY_V1.schema_value(), String::new());
         walk(&ANSWER_V1.schema_value(), String::new());
+        walk(&ANSWER_V2.schema_value(), String::new());
     }
 }
