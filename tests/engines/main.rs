@@ -31,8 +31,8 @@ use std::process::{Command, Stdio};
 
 use relata_core::{Handle, SourceHandle, Task};
 use relata_model::{
-    AnswerSource, ClassifyClaim, Dialect, ExtractPrompt, PROBE_DOCUMENT, answer_messages,
-    classify_messages, extract_messages, portable, schema_sent, schema_sha256,
+    AnswerPrompt, AnswerSource, ClassifyClaim, Dialect, ExtractPrompt, PROBE_DOCUMENT,
+    answer_messages, classify_messages, extract_messages, portable, schema_sent, schema_sha256,
 };
 use serde_json::Value;
 
@@ -154,11 +154,13 @@ fn sent_schemas() -> BTreeMap<String, (BTreeSet<String>, Value)> {
             format!("classify/{dialect}"),
             schema_sent(dialect, &relata_core::Contract::current(Task::Classify), &m),
         );
-        let m = answer_messages(dialect, "Where was Marie Curie born?", &sources);
-        add(
-            format!("answer/{dialect}"),
-            schema_sent(dialect, &relata_core::Contract::current(Task::Answer), &m),
-        );
+        for prompt in AnswerPrompt::ALL {
+            let m = answer_messages(*prompt, dialect, "Where was Marie Curie born?", &sources);
+            add(
+                format!("{prompt}/{dialect}"),
+                schema_sent(dialect, &prompt.contract(), &m),
+            );
+        }
         let m = extract_messages(ExtractPrompt::default(), dialect, PROBE_DOCUMENT, None);
         add(
             format!("probe/{dialect}"),

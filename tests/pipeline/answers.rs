@@ -749,3 +749,52 @@ async fn serve_warns_about_plain_http_beyond_loopback_and_no_reviewer() {
     );
     assert!(stderr.contains("nobody can sign in"), "{stderr}");
 }
+
+/// `answer-p2` asks for `relata.answer` v2: the reply sent as two closed branches, and
+/// the gate reading the reply as v1 reads its root.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answer_p2_sends_two_closed_branches_and_judges_the_reply() {
+    let mut env = filled(true).await;
+    env.set("RELATA_MODEL_ANSWER_PROMPT", "answer-p2");
+    let question = "Where was Marie Curie born?";
+    env.fake.push([Behaviour::completion(
+        r#"{"reply": {"answer": "Marie Curie was born in Warsaw [S1].", "citations": ["S1"], "found": true}}"#,
+    )]);
+    let (code, body, stderr) = ask(&env, question);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(body["status"], "answered", "{body}");
+    assert_eq!(body["citations"], serde_json::json!(["S1"]));
+    let sent = env.fake.chat_requests().last().unwrap().clone();
+    let sent = String::from_utf8_lossy(&sent.body).into_owned();
+    assert!(
+        sent.contains("relata_answer_v2") && sent.contains("anyOf"),
+        "{sent}"
+    );
+
+    env.fake.push([Behaviour::completion(&format!(
+        r#"{{"reply": {{"answer": "{}", "citations": [], "found": false}}}}"#,
+        relata_core::contract::ANSWER_ABSTENTION
+    ))]);
+    let (_, body, _) = ask(&env, question);
+    assert_eq!(body["status"], "abstained", "{body}");
+
+    // v1's shape is not v2's: refused, never read as the reply it would have been.
+    env.fake.push([Behaviour::completion(
+        r#"{"answer": "Marie Curie was born in Warsaw [S1].", "citations": ["S1"], "found": true}"#,
+    )]);
+    let (_, body, _) = ask(&env, question);
+    assert_eq!(body["status"], "degraded", "{body}");
+    assert_eq!(caveat_reasons(&body), ["unknown_field"], "{body}");
+
+    let store = env.store().await;
+    let recorded: Vec<(String, i32, String)> = sqlx::query_as(
+        "SELECT prompt_version, schema_version, status FROM answers ORDER BY id DESC LIMIT 3",
+    )
+    .fetch_all(store.pool())
+    .await
+    .unwrap();
+    assert!(
+        recorded.iter().all(|(p, v, _)| p == "answer-p2" && *v == 2),
+        "{recorded:?}"
+    );
+}

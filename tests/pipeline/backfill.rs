@@ -418,7 +418,7 @@ async fn an_extract_backfill_moves_a_store_from_p1_to_p2() {
     assert_eq!(current[0]["provenance"]["prompt_version"], "extract-p2");
 }
 
-/// A store extracted under `extract-p3` moves to the default `extract-p4` by a backfill:
+/// A store extracted under `extract-p3` moves to `extract-p4` by a backfill:
 /// the new job sends the chunk as numbered sentences and the `relata.extract` v2 schema,
 /// the p4 claims replace the p3 ones as current, and the claim whose sentence began with
 /// "She" is stored standalone, about the entity the sentence before names.

@@ -79,8 +79,11 @@ impl Env {
             .env("RELATA_MODEL_NAME", "fake-model")
             .env("RELATA_MODEL_DIALECT", "json_schema")
             // These tests script responses that copy quotes (relata.extract v1); the
-            // default prompt's (extract-p4, v2) have their own, which set it.
+            // default prompt's (extract-p5, v2) have their own, which set it.
             .env("RELATA_MODEL_EXTRACT_PROMPT", "extract-p2")
+            // ... and answers in relata.answer v1's shape (answer-p2's v2 has its own
+            // test).
+            .env("RELATA_MODEL_ANSWER_PROMPT", "answer-p1")
             .env("RELATA_MODEL_RETRY_BASE_DELAY_MS", "20")
             .env("RELATA_MODEL_RETRY_MAX_DELAY_MS", "100")
             .env("RELATA_MODEL_REQUEST_TIMEOUT_MS", "10000")
@@ -121,7 +124,8 @@ impl Env {
         env.set("RELATA_MODEL_URL", &var("RELATA_MODEL_URL"));
         env.set("RELATA_MODEL_NAME", &var("RELATA_MODEL_NAME"));
         env.set("RELATA_MODEL_DIALECT", "json_object_schema");
-        env.set("RELATA_MODEL_EXTRACT_PROMPT", "extract-p4");
+        env.set("RELATA_MODEL_EXTRACT_PROMPT", "extract-p5");
+        env.set("RELATA_MODEL_ANSWER_PROMPT", "answer-p1");
         env.set("RELATA_MODEL_MAX_TOKENS", max_tokens);
         env.set("RELATA_MODEL_REQUEST_TIMEOUT_MS", "180000");
         (env, picked)

@@ -1,4 +1,4 @@
-//! The default configuration (`extract-p4`, `relata.extract` v2) through the whole
+//! The default configuration (`extract-p5`, `relata.extract` v2) through the whole
 //! pipeline: claims keyed by sentence handle, references resolved from the sentence
 //! before, entities stored and linked, a statement that keeps its pronoun refused, and
 //! pairs only between claims about one entity, held for a person.
@@ -23,8 +23,9 @@ fn options() -> FakeOptions {
             ),
             // Needles the prompt's own example does not hold (it is about a Harbor Bridge
             // too).
+            // extract-p5 shows "It opened" as "Harbor Bridge opened".
             route(
-                "It opened in 1932",
+                "opened in 1932",
                 r#"{"entities":[{"name":"Harbor Bridge","type":"work"},{"name":"Norland","type":"location"}],
                     "claims":{"S1":{"subject":"Harbor Bridge","statement":"The Harbor Bridge is a suspension bridge in Norland."},
                               "S2":{"subject":"Maria Lindqvist","statement":"Maria Lindqvist designed the Harbor Bridge."},
@@ -44,7 +45,7 @@ fn options() -> FakeOptions {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_default_prompt_stores_standalone_claims_about_stored_entities() {
     let mut env = Env::new(options(), vec![]).await;
-    env.set("RELATA_MODEL_EXTRACT_PROMPT", "extract-p4");
+    env.set("RELATA_MODEL_EXTRACT_PROMPT", "extract-p5");
     let extract = env.spawn_worker(Task::Extract);
     let classify = env.spawn_worker(Task::Classify);
     env.ingest_titled(&[("Harbor Bridge".into(), BRIDGE_A.into())]);
@@ -59,14 +60,19 @@ async fn the_default_prompt_stores_standalone_claims_about_stored_entities() {
     env.wait_for_jobs(Task::Classify, 1, Duration::from_secs(60))
         .await;
 
-    // The model saw numbered sentences and the schema keyed by their handles.
+    // The model saw numbered sentences, each opening "It" shown with the name it stands
+    // for, and the schema keyed by their handles.
     let first = env
         .chat_bodies()
         .into_iter()
-        .find(|b| b.contains("It opened in 1932"))
+        .find(|b| b.contains("opened in 1932"))
         .unwrap();
     assert!(
-        first.contains("S2: It was designed by the engineer Maria Lindqvist."),
+        first.contains("S2: Harbor Bridge was designed by the engineer Maria Lindqvist."),
+        "{first}"
+    );
+    assert!(
+        first.contains("S3: Harbor Bridge opened in 1932."),
         "{first}"
     );
     assert!(first.contains("relata_extract_v2"), "{first}");

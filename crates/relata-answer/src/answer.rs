@@ -321,7 +321,8 @@ impl Answerer {
             }
             Ok(completion) => {
                 let texts: Vec<&str> = sources.iter().map(|(p, _)| p.text.as_str()).collect();
-                let j = judge_answer(&self.gate, &texts, completion.content.as_bytes());
+                let contract = self.client.config().contract(Task::Answer);
+                let j = judge_answer(&self.gate, &contract, &texts, completion.content.as_bytes());
                 self.take_judgement(&j, out, &mut asked);
             }
         }

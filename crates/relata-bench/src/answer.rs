@@ -128,7 +128,14 @@ pub async fn run(relata: &Path, docs: usize, questions: usize, keep: bool) -> Re
         delay: Duration::ZERO,
     })
     .await?;
-    let world = World::new(relata, &responder.base_url(), &[]).await?;
+    // The instant model answers in v1's shape (`ANSWER`); which contract does not change
+    // what the path costs.
+    let world = World::new(
+        relata,
+        &responder.base_url(),
+        &[("RELATA_MODEL_ANSWER_PROMPT", "answer-p1")],
+    )
+    .await?;
     let claims = promoted_corpus(&world, docs).await?;
     let (serve, addr) = serve(&world).await?;
 
@@ -244,7 +251,12 @@ impl Probe<'_> {
 
         let texts: Vec<&str> = passages.iter().map(|p| p.text.as_str()).collect();
         let t = Instant::now();
-        let judged = judge_answer(&self.gate, &texts, ANSWER.as_bytes());
+        let judged = judge_answer(
+            &self.gate,
+            &relata_core::ANSWER_V1,
+            &texts,
+            ANSWER.as_bytes(),
+        );
         let validation = t.elapsed();
         if !judged.rejections.is_empty() {
             bail!("the instant model's answer was rejected: {judged:?}");

@@ -402,7 +402,7 @@ pub fn grounded(user: &str, rows: usize) -> String {
     json!({"entities": entities, "claims": claims}).to_string()
 }
 
-/// A valid `relata.extract` v2 answer (`extract-p4`) to a chunk shown as numbered
+/// A valid `relata.extract` v2 answer (`extract-p4`, `extract-p5`) to a chunk shown as numbered
 /// sentences with its names listed: each sentence that opens with a listed name gets a
 /// claim about that name stating the sentence itself (it reads alone and its support is
 /// total), the others `null`; at most `rows / 2` claims, and their subjects as entities.

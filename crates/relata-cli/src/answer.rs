@@ -253,7 +253,7 @@ mod tests {
             r#"{"answer": "sufficient", "citations": ["S1"], "found": true}"#,
             r#"{"answer": "I do not know.", "citations": [], "found": false}"#,
         ] {
-            let j = judge_answer(&gate, &sources, bad.as_bytes());
+            let j = judge_answer(&gate, &relata_core::ANSWER_V1, &sources, bad.as_bytes());
             assert!(!j.rejections.is_empty(), "accepted: {bad}");
         }
     }

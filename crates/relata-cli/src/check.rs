@@ -30,7 +30,7 @@ pub struct CheckArgs {
     #[arg(long, value_name = "RESPONSE_FILE")]
     response: PathBuf,
     /// The extraction prompt the response answers (its contract decides the shape:
-    /// extract-p1 to extract-p3 copy quotes, extract-p4 keys claims by sentence handle).
+    /// extract-p1 to extract-p3 copy quotes, extract-p4 and extract-p5 key claims by sentence handle).
     /// Default: the configured one (RELATA_MODEL_EXTRACT_PROMPT), as a worker would judge.
     #[arg(long, value_name = "PROMPT")]
     prompt: Option<relata_model::ExtractPrompt>,

@@ -59,7 +59,7 @@ fn extract_input() -> Vec<u8> {
     serde_json::to_vec(&json!({ "text": SOURCE })).unwrap()
 }
 
-/// The default prompt's contract (extract-p4): claims keyed by sentence handle.
+/// The default prompt's contract (extract-p5, as extract-p4): claims keyed by sentence handle.
 #[test]
 fn a_sentence_keyed_response_is_judged_by_the_default_contract() {
     let d = dir("v2");

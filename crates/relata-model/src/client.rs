@@ -245,10 +245,15 @@ impl ModelClient {
             .await
     }
 
-    /// Ask a question of the given sources (`relata.answer`, prompt `answer-p1`). The model
+    /// Ask a question of the given sources (`relata.answer`, the configured prompt). The model
     /// sees the handles, titles and passages only.
     pub async fn answer(&self, question: &str, sources: &[crate::AnswerSource]) -> ModelCall {
-        let messages = crate::answer_messages(self.config.dialect, question, sources);
+        let messages = crate::answer_messages(
+            self.config.answer_prompt,
+            self.config.dialect,
+            question,
+            sources,
+        );
         self.complete(Task::Answer, &messages, self.config.max_tokens)
             .await
     }

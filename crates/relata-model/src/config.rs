@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use relata_core::settings::{Bounds, Millis, Settable, SettingError};
 
-use crate::prompt::ExtractPrompt;
+use crate::prompt::{AnswerPrompt, ExtractPrompt, Prompts};
 use crate::redact::ApiKey;
 
 relata_core::closed_enum! {
@@ -43,12 +43,20 @@ pub enum ConfigError {
 impl ModelConfig {
     /// The prompt version this configuration sends for `task`.
     pub fn prompt_version(&self, task: relata_core::Task) -> &'static str {
-        crate::prompt::prompt_version(task, self.extract_prompt)
+        crate::prompt::prompt_version(task, self.prompts())
     }
 
-    /// The contract this configuration asks for on `task` (the extract prompt's).
+    /// The contract this configuration asks for on `task` (its prompt's).
     pub fn contract(&self, task: relata_core::Task) -> relata_core::Contract {
-        crate::prompt::contract(task, self.extract_prompt)
+        crate::prompt::contract(task, self.prompts())
+    }
+
+    /// The prompts this configuration sends.
+    pub fn prompts(&self) -> Prompts {
+        Prompts {
+            extract: self.extract_prompt,
+            answer: self.answer_prompt,
+        }
     }
 }
 
@@ -75,6 +83,9 @@ relata_core::settings! {
         pub extract_prompt: ExtractPrompt = ExtractPrompt::default()
             => "RELATA_MODEL_EXTRACT_PROMPT", Bounds::Any,
             "the extraction prompt; part of the task version";
+        pub answer_prompt: AnswerPrompt = AnswerPrompt::default()
+            => "RELATA_MODEL_ANSWER_PROMPT", Bounds::Any,
+            "the answering prompt; recorded with every answer";
         pub api_key_file: Option<PathBuf> = None
             => "RELATA_MODEL_API_KEY_FILE", Bounds::Any,
             "a file holding the API key (surrounding whitespace trimmed)";

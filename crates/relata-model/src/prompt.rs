@@ -32,9 +32,15 @@ relata_core::closed_enum! {
         /// sentence's handle, a subject from the chunk's own names and a statement that
         /// reads alone, references resolved (`relata.extract` v2,
         /// [`extract_schema_sent_p4`]). The quote is the sentence: the model copies none.
-        /// Its schema keeps to the keywords every server family compiles. The default.
-        #[default]
+        /// Its schema keeps to the keywords every server family compiles.
         P4 = "extract-p4",
+        /// `extract-p4` with each sentence that opens with "It", "Its", "They" or "Their"
+        /// shown with the name it most likely stands for written in
+        /// ([`relata_core::referents`]); the prompt says so. Same contract and schema as
+        /// `extract-p4`; the gate judges every statement against the sentence's own bytes.
+        /// The default.
+        #[default]
+        P5 = "extract-p5",
     }
 }
 
@@ -43,7 +49,7 @@ impl ExtractPrompt {
     pub const fn contract(self) -> relata_core::Contract {
         match self {
             ExtractPrompt::P1 | ExtractPrompt::P2 | ExtractPrompt::P3 => relata_core::EXTRACT_V1,
-            ExtractPrompt::P4 => relata_core::EXTRACT_V2,
+            ExtractPrompt::P4 | ExtractPrompt::P5 => relata_core::EXTRACT_V2,
         }
     }
 
@@ -55,7 +61,7 @@ impl ExtractPrompt {
     pub const fn refusal(self, dialect: Dialect) -> Option<&'static str> {
         match (self, dialect) {
             (ExtractPrompt::P3, Dialect::JsonSchema) => Some(
-                "extract-p3 sends a tuple schema (prefixItems closed by items: false) that OpenAI, llama-server, Ollama and vLLM's xgrammar back-end refuse; with RELATA_MODEL_DIALECT=json_schema set RELATA_MODEL_EXTRACT_PROMPT=extract-p4 (the default), or keep extract-p3 only with RELATA_MODEL_DIALECT=json_object_schema (llama-cpp-python) or none",
+                "extract-p3 sends a tuple schema (prefixItems closed by items: false) that OpenAI, llama-server, Ollama and vLLM's xgrammar back-end refuse; with RELATA_MODEL_DIALECT=json_schema set RELATA_MODEL_EXTRACT_PROMPT=extract-p5 (the default) or extract-p4, or keep extract-p3 only with RELATA_MODEL_DIALECT=json_object_schema (llama-cpp-python) or none",
             ),
             _ => None,
         }
@@ -66,29 +72,64 @@ impl ExtractPrompt {
 pub const PROBE_DOCUMENT: &str = "Ada Lovelace wrote the first computer program in 1843.";
 
 /// The default extraction prompt version.
-pub const EXTRACT_PROMPT_VERSION: &str = ExtractPrompt::P4.as_str();
+pub const EXTRACT_PROMPT_VERSION: &str = ExtractPrompt::P5.as_str();
 /// The classification prompt version: classify-p1's text, with a schema that binds each
 /// relation's handles to those sent and its count to the pairs asked for
 /// ([`classify_schema_sent`]).
 pub const CLASSIFY_PROMPT_VERSION: &str = "classify-p2";
 
-/// The answering prompt version.
-pub const ANSWER_PROMPT_VERSION: &str = "answer-p1";
-
-/// The contract of a task, with `extract` as chosen.
-pub const fn contract(task: Task, extract: ExtractPrompt) -> Contract {
-    match task {
-        Task::Extract => extract.contract(),
-        other => Contract::current(other),
+relata_core::closed_enum! {
+    /// The answering prompts relata can send; the choice is configuration
+    /// (`RELATA_MODEL_ANSWER_PROMPT`) and recorded with every answer.
+    #[derive(Default)]
+    pub enum AnswerPrompt: "answer prompt" {
+        /// The question and the sources under handles; `relata.answer` v1 sent as it is
+        /// (citations among the handles sent). The default.
+        #[default]
+        P1 = "answer-p1",
+        /// `relata.answer` v2, its `reply` sent as two closed branches: an answer with at
+        /// least one citation among the handles sent and `found` true, or the abstention
+        /// sentence with no citation and `found` false ([`answer_schema_sent`]); a
+        /// two-question example. It answers more, rightly and wrongly (BENCHMARKS.md §3e).
+        P2 = "answer-p2",
     }
 }
 
-/// The prompt version of a task, with `extract` as chosen.
-pub const fn prompt_version(task: Task, extract: ExtractPrompt) -> &'static str {
+impl AnswerPrompt {
+    /// The response contract the prompt asks for.
+    pub const fn contract(self) -> Contract {
+        match self {
+            AnswerPrompt::P1 => relata_core::ANSWER_V1,
+            AnswerPrompt::P2 => relata_core::ANSWER_V2,
+        }
+    }
+}
+
+/// The default answering prompt version.
+pub const ANSWER_PROMPT_VERSION: &str = AnswerPrompt::P1.as_str();
+
+/// The prompts a configuration sends, one per task that has a choice.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Prompts {
+    pub extract: ExtractPrompt,
+    pub answer: AnswerPrompt,
+}
+
+/// The contract of a task under `prompts`.
+pub const fn contract(task: Task, prompts: Prompts) -> Contract {
     match task {
-        Task::Extract => extract.as_str(),
+        Task::Extract => prompts.extract.contract(),
+        Task::Classify => Contract::current(task),
+        Task::Answer => prompts.answer.contract(),
+    }
+}
+
+/// The prompt version of a task under `prompts`.
+pub const fn prompt_version(task: Task, prompts: Prompts) -> &'static str {
+    match task {
+        Task::Extract => prompts.extract.as_str(),
         Task::Classify => CLASSIFY_PROMPT_VERSION,
-        Task::Answer => ANSWER_PROMPT_VERSION,
+        Task::Answer => prompts.answer.as_str(),
     }
 }
 
@@ -453,10 +494,11 @@ impl SchemaRegistry {
         }
     }
 
-    /// Every registered schema, the older extract contract among them.
+    /// Every registered schema, the other contracts a prompt can ask for among them.
     pub fn all(self) -> Vec<SchemaRef> {
         let mut all: Vec<SchemaRef> = Task::ALL.iter().map(|t| self.schema_ref(*t)).collect();
         all.push(self.schema_ref_of(&relata_core::EXTRACT_V1));
+        all.push(self.schema_ref_of(&relata_core::ANSWER_V2));
         all
     }
 }
@@ -517,8 +559,8 @@ pub fn extract_messages(
     source: &str,
     title: Option<&str>,
 ) -> Messages {
-    if prompt == ExtractPrompt::P4 {
-        return extract_messages_p4(dialect, source, title);
+    if matches!(prompt, ExtractPrompt::P4 | ExtractPrompt::P5) {
+        return extract_messages_p4(prompt, dialect, source, title);
     }
     let contract = prompt.contract();
     let d = delimiter(&[source]);
@@ -551,7 +593,7 @@ pub fn extract_messages(
              {DATA_RULE}{}",
             schema_note(dialect, &contract)
         ),
-        ExtractPrompt::P3 | ExtractPrompt::P4 => format!(
+        ExtractPrompt::P3 | ExtractPrompt::P4 | ExtractPrompt::P5 => format!(
             "You extract facts from a document.\n\
              \"entities\": the named entities the document mentions, each with its name exactly as written \
              in the document and a type, one of: {types}.\n\
@@ -586,19 +628,38 @@ pub fn extract_messages(
 /// Messages of an `extract-p4` request: the chunk as numbered sentences, each on one line,
 /// and the schema of [`extract_schema_sent_p4`] (sent where the dialect compiles one, in
 /// the prompt otherwise).
-fn extract_messages_p4(dialect: Dialect, source: &str, title: Option<&str>) -> Messages {
+fn extract_messages_p4(
+    prompt: ExtractPrompt,
+    dialect: Dialect,
+    source: &str,
+    title: Option<&str>,
+) -> Messages {
     let sentences = p4_sentences(source);
+    let names = p4_names(source, title, dialect);
+    let hints = match prompt {
+        ExtractPrompt::P5 => relata_core::referents::hints(source, title, &sentences, &names),
+        _ => vec![None; sentences.len()],
+    };
     // One line per sentence: line breaks inside a sentence are flattened so a sentence
     // cannot fake another handle's line.
     let lines: Vec<String> = sentences
         .iter()
+        .zip(&hints)
         .enumerate()
-        .map(|(k, &(s, e))| {
+        .map(|(k, (&(s, e), hint))| {
             let flat = source[s..e]
                 .split_whitespace()
                 .collect::<Vec<_>>()
                 .join(" ");
-            format!("{}: {flat}", relata_core::SourceHandle::nth(k as u32 + 1))
+            let handle = relata_core::SourceHandle::nth(k as u32 + 1);
+            // extract-p5 shows an opening "It" or "Its" as the name it stands for, so a
+            // model that copies its sentence copies a statement that reads alone; the
+            // gate judges it against the sentence's own bytes all the same.
+            let shown = hint
+                .as_deref()
+                .and_then(|name| relata_core::referents::written_in(&flat, name))
+                .unwrap_or(flat);
+            format!("{handle}: {shown}")
         })
         .collect();
     let texts: Vec<&str> = lines.iter().map(String::as_str).collect();
@@ -615,6 +676,20 @@ fn extract_messages_p4(dialect: Dialect, source: &str, title: Option<&str>) -> M
         ),
         _ => "\n\nReply with exactly one JSON object, no prose and no markdown.".to_owned(),
     };
+    // extract-p4's text is unchanged: a prompt version names its exact words.
+    let (resolve, s2) = match prompt {
+        ExtractPrompt::P5 => (
+            "A sentence that began with \"It\", \"Its\", \"They\" or \"Their\" for something named before \
+             is shown with that name written in. Where a sentence still says \"he\", \"she\", \"this\" or \
+             \"the film\" for something named before, write that name.",
+            "S2: The Harbor Bridge was designed by the engineer Maria Lindqvist.",
+        ),
+        _ => (
+            "Where the sentence says \"it\", \"he\", \"she\", \"they\", \"this\" or \
+             \"the film\" for something named before, write that name.",
+            "S2: It was designed by the engineer Maria Lindqvist.",
+        ),
+    };
     let system = format!(
         "You extract facts from a document. The document is given as numbered sentences (S1, S2, ...).\n\
          \"entities\": the named people, organizations, places, events, works and concepts the document mentions, \
@@ -623,12 +698,11 @@ fn extract_messages_p4(dialect: Dialect, source: &str, title: Option<&str>) -> M
          - \"subject\": the named entity the fact is about, one of the names listed after the sentences, \
          exactly as listed: the name of what the sentence's subject is;\n\
          - \"statement\": the fact as one sentence a reader understands without the document. \
-         Begin with the subject's name. Where the sentence says \"it\", \"he\", \"she\", \"they\", \"this\" or \
-         \"the film\" for something named before, write that name. Use the sentence's own words; keep its names \
+         Begin with the subject's name. {resolve} Use the sentence's own words; keep its names \
          and numbers; add nothing it does not say, and do not negate it.\n\
          Example. Document:\n\
          S1: The Harbor Bridge is a suspension bridge in Norland.\n\
-         S2: It was designed by the engineer Maria Lindqvist.\n\
+         {s2}\n\
          Names: Harbor Bridge; Norland; Maria Lindqvist\n\
          Reply: {{\"entities\": [{{\"name\": \"Harbor Bridge\", \"type\": \"work\"}}, {{\"name\": \"Norland\", \"type\": \"location\"}}, \
          {{\"name\": \"Maria Lindqvist\", \"type\": \"person\"}}], \"claims\": {{\"S1\": {{\"subject\": \"Harbor Bridge\", \
@@ -638,7 +712,6 @@ fn extract_messages_p4(dialect: Dialect, source: &str, title: Option<&str>) -> M
     );
     // The names close the data block: taken from the document, they are data too, and no
     // sentence line (each opens with its handle) can pass for them.
-    let names = p4_names(source, title, dialect);
     let mut user = format!("BEGIN {d}\n{}\n", lines.join("\n"));
     if !names.is_empty() {
         user.push_str(&format!("Names: {}\n", names.join("; ")));
@@ -746,14 +819,18 @@ pub struct AnswerSource {
 /// contract's [`relata_core::contract::bounds::ANSWER_MAX_CHARS`].
 pub const ANSWER_SENT_MAX_CHARS: usize = 800;
 
-/// The schema sent with an answering request: the contract's shape with each citation one
-/// of the handles actually sent (and no more citations than sources), and the answer
-/// bounded. What the gate checks of a citation (a handle that was sent) is then what the
-/// server's grammar allows. The two outcomes (answered with a citation; the abstention
-/// sentence with none) stay the gate's to check: a schema whose root is a choice between
-/// two objects is outside what every server family compiles (OpenAI's strict mode wants an
-/// object at the root).
-pub fn answer_schema_sent(sources: &[AnswerSource]) -> serde_json::Value {
+/// The schema sent with an answering request. `answer-p1`: the contract's shape with each
+/// citation one of the handles sent, their count and the answer's length bounded, so what
+/// the gate checks of a citation (a handle that was sent) is what the server's grammar
+/// allows; the two outcomes stay the gate's to check, since a root that is a choice
+/// between two objects is outside what every server family compiles (OpenAI's strict mode
+/// wants an object at the root). `answer-p2` (`relata.answer` v2) puts the choice one
+/// level down, under `reply`: an answer with one to `k` citations among the handles sent
+/// and `found` true, or the abstention sentence with no citation and `found` false. The
+/// answer's length is not bound to the gate's floor (a statement of three words): held to
+/// it, Qwen2.5-0.5B padded "The Five [S1]." with the prompt's example sentence (BENCHMARKS.md
+/// §3e). The gate judges every response all the same.
+pub fn answer_schema_sent(prompt: AnswerPrompt, sources: &[AnswerSource]) -> serde_json::Value {
     use relata_core::contract::bounds;
     let handles: Vec<String> = sources.iter().map(|s| s.handle.to_string()).collect();
     let citation = if handles.is_empty() {
@@ -761,6 +838,39 @@ pub fn answer_schema_sent(sources: &[AnswerSource]) -> serde_json::Value {
     } else {
         serde_json::json!({"type": "string", "enum": handles})
     };
+    if prompt == AnswerPrompt::P2 {
+        let max = handles.len().clamp(1, bounds::MAX_CITATIONS);
+        // The answer comes first in each branch: a small model asked to decide `found`
+        // before writing abstains on most questions it could answer (issue 31's trial).
+        let answered = serde_json::json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["answer", "citations", "found"],
+            "properties": {
+                "answer": {"type": "string", "minLength": 1,
+                           "maxLength": ANSWER_SENT_MAX_CHARS.min(bounds::ANSWER_MAX_CHARS)},
+                "citations": {"type": "array", "minItems": 1, "maxItems": max,
+                              "items": citation},
+                "found": {"type": "boolean", "enum": [true]},
+            }
+        });
+        let abstained = serde_json::json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["answer", "citations", "found"],
+            "properties": {
+                "answer": {"type": "string", "enum": [relata_core::contract::ANSWER_ABSTENTION]},
+                "citations": {"type": "array", "maxItems": 0, "items": citation},
+                "found": {"type": "boolean", "enum": [false]},
+            }
+        });
+        return serde_json::json!({
+            "type": "object",
+            "additionalProperties": false,
+            "required": ["reply"],
+            "properties": {"reply": {"anyOf": [answered, abstained]}}
+        });
+    }
     serde_json::json!({
         "type": "object",
         "additionalProperties": false,
@@ -779,22 +889,41 @@ pub fn answer_schema_sent(sources: &[AnswerSource]) -> serde_json::Value {
 /// Messages of an answering request (`answer-p1`): the question, and the sources under
 /// opaque handles, delimited as data; where the dialect compiles a schema, the one of
 /// [`answer_schema_sent`].
-pub fn answer_messages(dialect: Dialect, question: &str, sources: &[AnswerSource]) -> Messages {
-    let contract = Contract::current(Task::Answer);
+pub fn answer_messages(
+    prompt: AnswerPrompt,
+    dialect: Dialect,
+    question: &str,
+    sources: &[AnswerSource],
+) -> Messages {
+    let contract = prompt.contract();
     let mut texts: Vec<&str> = sources.iter().map(|s| s.text.as_str()).collect();
     texts.extend(sources.iter().filter_map(|s| s.title.as_deref()));
     texts.push(question);
     let d = delimiter(&texts);
     let abstain = relata_core::contract::ANSWER_ABSTENTION;
+    // answer-p1's text is unchanged: a prompt version names its exact words.
+    let (wrap, example) = match prompt {
+        AnswerPrompt::P1 => ("", String::new()),
+        AnswerPrompt::P2 => (
+            "Put the three fields inside \"reply\". ",
+            format!(
+                "Example. Sources: [S1] Lisbon is the capital of Portugal. [S2] The Tagus flows into the Atlantic.\n\
+                 Question: What is the capital of Portugal?\n\
+                 Reply: {{\"reply\": {{\"answer\": \"Lisbon is the capital of Portugal [S1].\", \"citations\": [\"S1\"], \"found\": true}}}}\n\
+                 Question: Who founded Lisbon?\n\
+                 Reply: {{\"reply\": {{\"answer\": \"{abstain}\", \"citations\": [], \"found\": false}}}}\n"
+            ),
+        ),
+    };
     let system = format!(
         "You answer a question using only the numbered sources given (S1, S2, ...).\n\
-         If the sources answer it: \"found\": true; \"answer\": a short answer in your own words that \
+         {wrap}If the sources answer it: \"found\": true; \"answer\": a short answer in your own words that \
          marks each statement with the source it comes from, like [S1]; \"citations\": every source you \
          marked, like [\"S1\"]. Use only the handles given.\n\
          If the sources do not answer it: \"found\": false, \"citations\": [] and \"answer\": \
          exactly \"{abstain}\"\n\
          Do not use anything you know that the sources do not say.\n\
-         {DATA_RULE}{}",
+         {example}{DATA_RULE}{}",
         schema_note(dialect, &contract)
     );
     let mut user = format!("BEGIN {d}\n");
@@ -824,7 +953,7 @@ pub fn answer_messages(dialect: Dialect, question: &str, sources: &[AnswerSource
         system,
         user,
         schema: matches!(dialect, Dialect::JsonSchema | Dialect::JsonObjectSchema)
-            .then(|| answer_schema_sent(sources)),
+            .then(|| answer_schema_sent(prompt, sources)),
     }
 }
 
@@ -857,7 +986,7 @@ mod tests {
                 text: "Marie Curie was born in Warsaw.".into(),
             })
             .collect();
-        let m = answer_messages(Dialect::JsonSchema, "Where?", &sources);
+        let m = answer_messages(AnswerPrompt::P1, Dialect::JsonSchema, "Where?", &sources);
         let schema = m.schema.expect("sent where a schema is compiled");
         assert_eq!(
             schema["properties"]["citations"]["items"]["enum"],
@@ -872,7 +1001,7 @@ mod tests {
                 <= contract["properties"]["answer"]["maxLength"].as_u64()
         );
         assert!(
-            answer_messages(Dialect::None, "Where?", &sources)
+            answer_messages(AnswerPrompt::P1, Dialect::None, "Where?", &sources)
                 .schema
                 .is_none()
         );
@@ -900,6 +1029,65 @@ mod tests {
         assert!(lines[4].contains("Norland"), "{}", lines[4]);
         assert_eq!(lines[5], "END RELATA_DATA");
         assert_eq!(lines.len(), 6);
+    }
+
+    #[test]
+    fn p5_hints_what_a_reference_stands_for_and_p4_does_not() {
+        let text = "The Harbor Bridge is in Norland. It opened in 1932.";
+        let p5 = extract_messages(ExtractPrompt::P5, Dialect::JsonSchema, text, None);
+        let p4 = extract_messages(ExtractPrompt::P4, Dialect::JsonSchema, text, None);
+        assert!(
+            p5.user.contains("\nS2: Harbor Bridge opened in 1932.\n"),
+            "{}",
+            p5.user
+        );
+        assert!(
+            p4.user.contains("\nS2: It opened in 1932.\n"),
+            "{}",
+            p4.user
+        );
+        assert!(p5.system.contains("is shown with that name written in"));
+        assert!(!p4.system.contains("shown with that name"));
+        // One contract, one schema: the hint is in the words, not the shape.
+        assert_eq!(p4.schema, p5.schema);
+    }
+
+    #[test]
+    fn answer_p2_sends_two_closed_branches_below_a_portable_root() {
+        let sources = [1, 2].map(|n| AnswerSource {
+            handle: relata_core::SourceHandle::nth(n),
+            title: None,
+            text: "Marie Curie was born in Warsaw in 1867.".into(),
+        });
+        let m = answer_messages(AnswerPrompt::P2, Dialect::JsonSchema, "Where?", &sources);
+        let schema = m.schema.unwrap();
+        assert!(crate::portable::openai_strict_problems(&schema).is_empty());
+        let branches = schema["properties"]["reply"]["anyOf"].as_array().unwrap();
+        let [answered, abstained] = &branches[..] else {
+            panic!("{schema}")
+        };
+        assert_eq!(
+            answered["properties"]["found"]["enum"],
+            serde_json::json!([true])
+        );
+        assert_eq!(answered["properties"]["citations"]["minItems"], 1);
+        assert_eq!(
+            answered["properties"]["citations"]["items"]["enum"],
+            serde_json::json!(["S1", "S2"])
+        );
+        assert_eq!(
+            abstained["properties"]["found"]["enum"],
+            serde_json::json!([false])
+        );
+        assert_eq!(abstained["properties"]["citations"]["maxItems"], 0);
+        assert_eq!(
+            abstained["properties"]["answer"]["enum"],
+            serde_json::json!([relata_core::contract::ANSWER_ABSTENTION])
+        );
+        assert!(m.system.contains("\"reply\""));
+        let p1 = answer_messages(AnswerPrompt::P1, Dialect::JsonSchema, "Where?", &sources);
+        assert!(p1.schema.unwrap()["properties"].get("reply").is_none());
+        assert!(!p1.system.contains("reply"));
     }
 
     #[test]
@@ -937,7 +1125,12 @@ mod tests {
                 text: "Pierre Curie was French.".into(),
             },
         ];
-        let m = answer_messages(Dialect::JsonSchema, "Where was\nshe born?", &sources);
+        let m = answer_messages(
+            AnswerPrompt::P1,
+            Dialect::JsonSchema,
+            "Where was\nshe born?",
+            &sources,
+        );
         assert!(m.user.starts_with("BEGIN RELATA_DATA_1\n"), "{}", m.user);
         assert!(
             m.user
@@ -959,6 +1152,8 @@ mod tests {
         assert_eq!(r.sha256, relata_core::EXTRACT_V2.sha256());
         let v1 = SchemaRegistry.schema_ref_of(&ExtractPrompt::P3.contract());
         assert_eq!(v1.name, "relata_extract_v1");
-        assert_eq!(SchemaRegistry.all().len(), 4);
+        assert_eq!(SchemaRegistry.all().len(), 5);
+        let v2 = SchemaRegistry.schema_ref_of(&AnswerPrompt::P2.contract());
+        assert_eq!(v2.name, "relata_answer_v2");
     }
 }

@@ -29,7 +29,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use relata_core::contract::{ANSWER_ABSTENTION, bounds};
-use relata_core::{AnswerCheck, AnswerStatus, Reason, Severity, SourceHandle, Warning};
+use relata_core::{AnswerCheck, AnswerStatus, Contract, Reason, Severity, SourceHandle, Warning};
 
 use crate::config::{CheckSetting, ConfigError};
 use crate::decode::{self, Json};
@@ -218,12 +218,22 @@ fn markers(text: &str) -> (Vec<&str>, String) {
 
 /// Judge a raw answer response against the sources it was asked about: `sources[0]` is
 /// the text shown as `S1`, and so on.
-pub fn judge_answer(config: &AnswerConfig, sources: &[&str], raw: &[u8]) -> AnswerJudgement {
+pub fn judge_answer(
+    config: &AnswerConfig,
+    contract: &Contract,
+    sources: &[&str],
+    raw: &[u8],
+) -> AnswerJudgement {
     let v = match decode::parse(raw) {
         Ok(v) => v,
         Err(e) => return AnswerJudgement::rejected((e.reason, e.detail)),
     };
-    let (prose, cited, found) = match answer_fields(&v) {
+    // v2 holds v1's root under `reply`; nothing else may stand beside it.
+    let reply = match contract.version {
+        1 => Ok(&v),
+        _ => fields(&v, "the response", ["reply"]).map(|[reply]| reply),
+    };
+    let (prose, cited, found) = match reply.and_then(answer_fields) {
         Ok(x) => x,
         Err(f) => return AnswerJudgement::rejected(f),
     };
@@ -580,7 +590,46 @@ mod tests {
     ];
 
     fn judge(raw: &str) -> AnswerJudgement {
-        judge_answer(&AnswerConfig::default(), &SOURCES, raw.as_bytes())
+        judge_answer(
+            &AnswerConfig::default(),
+            &relata_core::ANSWER_V1,
+            &SOURCES,
+            raw.as_bytes(),
+        )
+    }
+
+    #[test]
+    fn v2_judges_its_reply_as_v1_judges_the_root_and_nothing_beside_it() {
+        let v2 = |raw: &str| {
+            judge_answer(
+                &AnswerConfig::default(),
+                &relata_core::ANSWER_V2,
+                &SOURCES,
+                raw.as_bytes(),
+            )
+        };
+        let j = v2(
+            r#"{"reply": {"answer": "Marie Curie was born in Warsaw [S1].", "citations": ["S1"], "found": true}}"#,
+        );
+        assert_eq!(j.status(), AnswerStatus::Answered, "{:?}", j.rejections);
+        let j = v2(&format!(
+            r#"{{"reply": {{"answer": "{ANSWER_ABSTENTION}", "citations": [], "found": false}}}}"#
+        ));
+        assert_eq!(j.status(), AnswerStatus::Abstained);
+        // The reply's own rules hold inside it.
+        let j = v2(
+            r#"{"reply": {"answer": "Marie Curie was born in Warsaw.", "citations": [], "found": true}}"#,
+        );
+        assert_eq!(reasons(&j), [Reason::UncitedAnswer]);
+        // v1's shape is not v2's, and nothing may stand beside the reply.
+        let j = v2(
+            r#"{"answer": "Marie Curie was born in Warsaw [S1].", "citations": ["S1"], "found": true}"#,
+        );
+        assert_eq!(reasons(&j), [Reason::UnknownField]);
+        let j = v2(
+            r#"{"reply": {"answer": "Marie Curie was born in Warsaw [S1].", "citations": ["S1"], "found": true}, "note": "x"}"#,
+        );
+        assert_eq!(reasons(&j), [Reason::UnknownField]);
     }
 
     fn reasons(j: &AnswerJudgement) -> Vec<Reason> {
@@ -659,7 +708,12 @@ mod tests {
         );
         assert_eq!(reasons(&judge(&raw)), [Reason::Schema]);
         let big = vec![b' '; bounds::MAX_RESPONSE_BYTES + 1];
-        let j = judge_answer(&AnswerConfig::default(), &SOURCES, &big);
+        let j = judge_answer(
+            &AnswerConfig::default(),
+            &relata_core::ANSWER_V1,
+            &SOURCES,
+            &big,
+        );
         assert_eq!(reasons(&j), [Reason::TooLarge]);
         // The one tolerated deviation: a single outer fence.
         let fenced = "```json\n{\"answer\": \"Curie was born in Warsaw [S1].\", \"citations\": [\"S1\"], \"found\": true}\n```";
@@ -805,10 +859,20 @@ mod tests {
     fn a_number_its_source_spells_out_is_found_there() {
         let sources = ["Joni Mitchell has won eleven Grammy Awards."];
         let raw = r#"{"answer": "Joni Mitchell won 11 Grammy Awards [S1].", "citations": ["S1"], "found": true}"#;
-        let j = judge_answer(&AnswerConfig::default(), &sources, raw.as_bytes());
+        let j = judge_answer(
+            &AnswerConfig::default(),
+            &relata_core::ANSWER_V1,
+            &sources,
+            raw.as_bytes(),
+        );
         assert!(j.warnings.is_empty(), "{j:?}");
         let raw = r#"{"answer": "Joni Mitchell won 12 Grammy Awards [S1].", "citations": ["S1"], "found": true}"#;
-        let j = judge_answer(&AnswerConfig::default(), &sources, raw.as_bytes());
+        let j = judge_answer(
+            &AnswerConfig::default(),
+            &relata_core::ANSWER_V1,
+            &sources,
+            raw.as_bytes(),
+        );
         assert_eq!(
             warnings(&j),
             [Warning::FigureNotInSources, Warning::CitationUnsupported]
@@ -886,7 +950,7 @@ mod tests {
             },
         )
         .unwrap();
-        let j = judge_answer(&c, &SOURCES, cases[2].0.as_bytes());
+        let j = judge_answer(&c, &relata_core::ANSWER_V1, &SOURCES, cases[2].0.as_bytes());
         assert_eq!(reasons(&j), [Reason::Unsupported]);
     }
 
@@ -899,7 +963,7 @@ mod tests {
         };
         c.set(AnswerCheck::FigureInSources, reject).unwrap();
         let raw = br#"{"answer": "Marie Curie was born in Warsaw in 1868 [S1].", "citations": ["S1"], "found": true}"#;
-        let j = judge_answer(&c, &SOURCES, raw);
+        let j = judge_answer(&c, &relata_core::ANSWER_V1, &SOURCES, raw);
         assert_eq!(reasons(&j), [Reason::Inconsistent]);
 
         let mut c = AnswerConfig::default();
@@ -913,6 +977,7 @@ mod tests {
         .unwrap();
         let j = judge_answer(
             &c,
+            &relata_core::ANSWER_V1,
             &SOURCES,
             br#"{"answer": "Warsaw [S1]", "citations": ["S1"], "found": true}"#,
         );
@@ -931,6 +996,7 @@ mod tests {
         .unwrap();
         let j = judge_answer(
             &c,
+            &relata_core::ANSWER_V1,
             &SOURCES,
             br#"{"answer": "No idea.", "citations": [], "found": false}"#,
         );

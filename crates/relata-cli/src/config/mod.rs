@@ -453,10 +453,9 @@ impl Config {
     /// The current task version of `task`: its contract, the configured prompt and model.
     pub fn task_version(&self, task: Task) -> Result<relata_core::TaskVersion> {
         let model = self.model_name()?;
-        let prompt = self.extract_prompt()?;
         Ok(relata_core::TaskVersion::new(
-            &relata_model::contract(task, prompt),
-            relata_model::prompt_version(task, prompt),
+            &self.model.contract(task),
+            self.model.prompt_version(task),
             &model,
         ))
     }
