@@ -10,6 +10,8 @@
 //!   a direct load generator sending the same bodies.
 //! - `reliability`: the fault scenarios, one row each (scripts/reliability).
 //! - `retrieval`: recall of the labelled question set's gold passages (no model).
+//! - `quality`: the labelled question set asked of the real model: answered, abstained and
+//!   degraded shares, answers matching the gold answer, citations flagged unsupported.
 //! - `answer`: the answer path's own cost (retrieval + validation, and the whole
 //!   `POST /v1/answers`) with an instant fake model over a few hundred documents.
 
@@ -17,6 +19,7 @@
 
 mod answer;
 mod overhead;
+mod quality;
 mod real;
 mod reliability;
 mod responder;
@@ -111,6 +114,19 @@ enum Cmd {
         /// Passages retrieved per question (the answer path's `k`).
         #[arg(long, default_value_t = 8)]
         k: usize,
+    },
+    /// Answer quality on the labelled question set with the real model the environment
+    /// names (RELATA_MODEL_URL etc., from scripts/real-model.sh).
+    Quality {
+        #[arg(long, env = "RELATA_REAL_MODEL_SUMMARIES")]
+        summaries: PathBuf,
+        #[arg(long, default_value = "tests/data/questions.json")]
+        questions: PathBuf,
+        #[arg(long, default_value_t = 8)]
+        k: usize,
+        /// Ask every N-th answerable question (and every other question).
+        #[arg(long, default_value_t = 7)]
+        every: usize,
     },
     /// The reliability scenarios.
     Reliability {
@@ -217,6 +233,14 @@ async fn main() -> Result<()> {
             k,
         } => {
             retrieval::run(&relata, &summaries, &questions, k, cli.keep).await?;
+        }
+        Cmd::Quality {
+            summaries,
+            questions,
+            k,
+            every,
+        } => {
+            quality::run(&relata, &summaries, &questions, k, every, cli.keep).await?;
         }
         Cmd::Reliability { size, only } => {
             let size = match size {

@@ -100,7 +100,7 @@ async fn print_acceptance(world: &World, docs: usize, seconds: f64) -> Result<()
             format!("- ({n} tokens, no claim)")
         }
     };
-    // Coverage: the share of the chunks' sentences (as extract-p4 numbers them) that
+    // Coverage: the share of the chunks' sentences (as extract-p4 and extract-p5 number them) that
     // yielded an accepted claim; a claim's own sentence is the last its quote covers.
     let chunks = world.store.chunk_claims().await?;
     let (mut sentences, mut covered) = (0usize, 0usize);
@@ -241,7 +241,7 @@ pub async fn real(
 
 /// The environment of relata's processes: the concurrency under test, and the model
 /// settings passed through from this process's environment.
-fn model_env(concurrency: &str) -> Vec<(String, String)> {
+pub(crate) fn model_env(concurrency: &str) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = vec![(
         "RELATA_MODEL_MAX_CONCURRENCY".into(),
         concurrency.to_owned(),
@@ -252,6 +252,7 @@ fn model_env(concurrency: &str) -> Vec<(String, String)> {
         "RELATA_MODEL_MAX_TOKENS",
         "RELATA_MODEL_REQUEST_TIMEOUT_MS",
         "RELATA_MODEL_EXTRACT_PROMPT",
+        "RELATA_MODEL_ANSWER_PROMPT",
     ] {
         if let Ok(v) = std::env::var(k) {
             env.push((k.into(), v));

@@ -37,18 +37,7 @@ pub async fn run(
     let docs = set.corpus(summaries)?;
     // A model address nothing listens on: retrieval never calls the model.
     let world = World::new(relata, "http://127.0.0.1:9/v1", &[]).await?;
-    let corpus = world.dir.join("questions-corpus.jsonl");
-    let mut f = std::io::BufWriter::new(std::fs::File::create(&corpus)?);
-    for (title, text) in &docs {
-        writeln!(
-            f,
-            "{}",
-            serde_json::json!({"id": title, "title": title, "text": text})
-        )?;
-    }
-    f.flush()?;
-    drop(f);
-    let took = world.ingest(&corpus)?;
+    let took = ingest_documents(&world, &docs)?;
     println!(
         "retrieval: {} documents ingested in {:.1} s; {} questions; k = {k}",
         docs.len(),
@@ -95,6 +84,26 @@ pub async fn run(
     print_report(&rows, k);
     world.teardown(keep).await;
     Ok(())
+}
+
+/// Ingest `(title, text)` documents into the world's store, titled and identified by
+/// their titles; how long `relata ingest` took.
+pub(crate) fn ingest_documents(
+    world: &World,
+    docs: &[(String, String)],
+) -> Result<std::time::Duration> {
+    let corpus = world.dir.join("questions-corpus.jsonl");
+    let mut f = std::io::BufWriter::new(std::fs::File::create(&corpus)?);
+    for (title, text) in docs {
+        writeln!(
+            f,
+            "{}",
+            serde_json::json!({"id": title, "title": title, "text": text})
+        )?;
+    }
+    f.flush()?;
+    drop(f);
+    world.ingest(&corpus)
 }
 
 fn share(n: usize, of: usize) -> String {

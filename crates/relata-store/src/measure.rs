@@ -34,6 +34,16 @@ pub struct RunTiming {
     pub latencies_ms: Vec<f64>,
 }
 
+/// What the answer calls of a run came to: calls made, their prompt and completion tokens
+/// and milliseconds, summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct AnswerUsage {
+    pub calls: i64,
+    pub prompt_tokens: i64,
+    pub completion_tokens: i64,
+    pub duration_ms: i64,
+}
+
 /// What the extract calls of a run came to (the real-model acceptance table).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ExtractAcceptance {
@@ -196,6 +206,25 @@ impl Store {
             "SELECT (SELECT count(*) FROM entities) + (SELECT count(*) FROM claims) + (SELECT count(*) FROM claim_relations)",
         )
         .await
+    }
+
+    /// [`AnswerUsage`] over every recorded answer that asked the model.
+    pub async fn answer_usage(&self) -> Result<AnswerUsage> {
+        let (calls, prompt_tokens, completion_tokens, duration_ms): (i64, i64, i64, i64) =
+            sqlx::query_as(
+                "SELECT count(*), coalesce(sum(prompt_tokens), 0)::bigint,
+                        coalesce(sum(completion_tokens), 0)::bigint,
+                        coalesce(sum(duration_ms), 0)::bigint
+                 FROM answers WHERE model IS NOT NULL",
+            )
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(AnswerUsage {
+            calls,
+            prompt_tokens,
+            completion_tokens,
+            duration_ms,
+        })
     }
 
     pub async fn extract_acceptance(&self) -> Result<ExtractAcceptance> {

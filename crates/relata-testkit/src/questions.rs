@@ -27,6 +27,9 @@ pub struct Question {
     pub kind: String,
     pub question: String,
     pub gold: Vec<Gold>,
+    /// The answer a reader of the gold sentence gives (none for an unanswerable one).
+    #[serde(default)]
+    pub answer: Option<String>,
 }
 
 /// A gold source: the document's title as stored and the sentence that answers.
