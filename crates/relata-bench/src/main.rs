@@ -106,24 +106,14 @@ enum Cmd {
     /// Retrieval against the labelled question set: recall of the gold passages, no
     /// model asked.
     Retrieval {
-        /// The summaries file the set's corpus rule picks from.
-        #[arg(long, env = "RELATA_REAL_MODEL_SUMMARIES")]
-        summaries: PathBuf,
-        #[arg(long, default_value = "tests/data/questions.json")]
-        questions: PathBuf,
-        /// Passages retrieved per question (the answer path's `k`).
-        #[arg(long, default_value_t = 8)]
-        k: usize,
+        #[command(flatten)]
+        set: QuestionSetArgs,
     },
     /// Answer quality on the labelled question set with the real model the environment
     /// names (RELATA_MODEL_URL etc., from scripts/real-model.sh).
     Quality {
-        #[arg(long, env = "RELATA_REAL_MODEL_SUMMARIES")]
-        summaries: PathBuf,
-        #[arg(long, default_value = "tests/data/questions.json")]
-        questions: PathBuf,
-        #[arg(long, default_value_t = 8)]
-        k: usize,
+        #[command(flatten)]
+        set: QuestionSetArgs,
         /// Ask every N-th answerable question (and every other question).
         #[arg(long, default_value_t = 7)]
         every: usize,
@@ -136,6 +126,19 @@ enum Cmd {
         #[arg(long)]
         only: Option<String>,
     },
+}
+
+/// The labelled question set, its corpus and the passages asked per question.
+#[derive(Debug, clap::Args)]
+struct QuestionSetArgs {
+    /// The summaries file the set's corpus rule picks from.
+    #[arg(long, env = "RELATA_REAL_MODEL_SUMMARIES")]
+    summaries: PathBuf,
+    #[arg(long, default_value = "tests/data/questions.json")]
+    questions: PathBuf,
+    /// Passages retrieved per question (the answer path's `k`).
+    #[arg(long, default_value_t = 8)]
+    k: usize,
 }
 
 /// `overhead --pairs N`: both arms alternated, then their medians.
@@ -227,19 +230,15 @@ async fn main() -> Result<()> {
             let run = answer::run(&relata, docs, questions, cli.keep).await?;
             answer::print(run);
         }
-        Cmd::Retrieval {
-            summaries,
-            questions,
-            k,
-        } => {
-            retrieval::run(&relata, &summaries, &questions, k, cli.keep).await?;
+        Cmd::Retrieval { set } => {
+            retrieval::run(&relata, &set.summaries, &set.questions, set.k, cli.keep).await?;
         }
-        Cmd::Quality {
-            summaries,
-            questions,
-            k,
-            every,
-        } => {
+        Cmd::Quality { set, every } => {
+            let QuestionSetArgs {
+                summaries,
+                questions,
+                k,
+            } = set;
             quality::run(&relata, &summaries, &questions, k, every, cli.keep).await?;
         }
         Cmd::Reliability { size, only } => {

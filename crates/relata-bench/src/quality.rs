@@ -15,6 +15,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use relata_testkit::questions::{Question, QuestionSet};
 
+use crate::retrieval::share;
 use crate::world::World;
 
 /// One question asked: its label, what came back, and how long it took.
@@ -153,13 +154,6 @@ fn ask<'a>(world: &World, q: &'a Question, k: usize) -> Result<Asked<'a>> {
             .collect(),
         seconds,
     })
-}
-
-fn share(n: usize, of: usize) -> String {
-    if of == 0 {
-        return "–".to_owned();
-    }
-    format!("{n}/{of} ({:.0}%)", 100.0 * n as f64 / of as f64)
 }
 
 fn print_report(asked: &[Asked], usage: relata_store::measure::AnswerUsage) {

@@ -106,7 +106,8 @@ pub(crate) fn ingest_documents(
     world.ingest(&corpus)
 }
 
-fn share(n: usize, of: usize) -> String {
+/// `n` of `of` as a count and a percentage ("3/29 (10%)").
+pub(crate) fn share(n: usize, of: usize) -> String {
     if of == 0 {
         return "–".to_owned();
     }

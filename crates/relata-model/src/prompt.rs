@@ -838,52 +838,47 @@ pub fn answer_schema_sent(prompt: AnswerPrompt, sources: &[AnswerSource]) -> ser
     } else {
         serde_json::json!({"type": "string", "enum": handles})
     };
-    if prompt == AnswerPrompt::P2 {
-        let max = handles.len().clamp(1, bounds::MAX_CITATIONS);
-        // The answer comes first in each branch: a small model asked to decide `found`
-        // before writing abstains on most questions it could answer (issue 31's trial).
-        let answered = serde_json::json!({
+    // The contract's three fields, in this order, in a closed object. The answer comes
+    // first: a small model asked to decide `found` before writing abstains on most
+    // questions it could answer (issue 31's trial).
+    let fields = |answer, citations, found| {
+        serde_json::json!({
             "type": "object",
             "additionalProperties": false,
             "required": ["answer", "citations", "found"],
-            "properties": {
-                "answer": {"type": "string", "minLength": 1,
-                           "maxLength": ANSWER_SENT_MAX_CHARS.min(bounds::ANSWER_MAX_CHARS)},
-                "citations": {"type": "array", "minItems": 1, "maxItems": max,
-                              "items": citation},
-                "found": {"type": "boolean", "enum": [true]},
-            }
-        });
-        let abstained = serde_json::json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["answer", "citations", "found"],
-            "properties": {
-                "answer": {"type": "string", "enum": [relata_core::contract::ANSWER_ABSTENTION]},
-                "citations": {"type": "array", "maxItems": 0, "items": citation},
-                "found": {"type": "boolean", "enum": [false]},
-            }
-        });
-        return serde_json::json!({
-            "type": "object",
-            "additionalProperties": false,
-            "required": ["reply"],
-            "properties": {"reply": {"anyOf": [answered, abstained]}}
-        });
-    }
-    serde_json::json!({
-        "type": "object",
-        "additionalProperties": false,
-        "required": ["answer", "citations", "found"],
-        "properties": {
-            "answer": {"type": "string", "minLength": 1,
-                       "maxLength": ANSWER_SENT_MAX_CHARS.min(bounds::ANSWER_MAX_CHARS)},
-            "citations": {"type": "array",
-                          "maxItems": handles.len().clamp(1, bounds::MAX_CITATIONS),
-                          "items": citation},
-            "found": {"type": "boolean"},
+            "properties": {"answer": answer, "citations": citations, "found": found}
+        })
+    };
+    let answer = serde_json::json!({"type": "string", "minLength": 1,
+        "maxLength": ANSWER_SENT_MAX_CHARS.min(bounds::ANSWER_MAX_CHARS)});
+    let max = handles.len().clamp(1, bounds::MAX_CITATIONS);
+    match prompt {
+        AnswerPrompt::P1 => fields(
+            answer,
+            serde_json::json!({"type": "array", "maxItems": max, "items": citation}),
+            serde_json::json!({"type": "boolean"}),
+        ),
+        AnswerPrompt::P2 => {
+            let answered = fields(
+                answer,
+                serde_json::json!({"type": "array", "minItems": 1, "maxItems": max,
+                                   "items": citation}),
+                serde_json::json!({"type": "boolean", "enum": [true]}),
+            );
+            let abstained = fields(
+                serde_json::json!({"type": "string",
+                                   "enum": [relata_core::contract::ANSWER_ABSTENTION]}),
+                serde_json::json!({"type": "array", "maxItems": 0, "items": citation}),
+                serde_json::json!({"type": "boolean", "enum": [false]}),
+            );
+            serde_json::json!({
+                "type": "object",
+                "additionalProperties": false,
+                "required": ["reply"],
+                "properties": {"reply": {"anyOf": [answered, abstained]}}
+            })
         }
-    })
+    }
 }
 
 /// Messages of an answering request (`answer-p1`): the question, and the sources under
