@@ -115,7 +115,8 @@ enum Cmd {
         #[command(flatten)]
         set: QuestionSetArgs,
         /// Ask every N-th answerable question (and every other question).
-        #[arg(long, default_value_t = 7)]
+        #[arg(long, default_value_t = 7,
+              value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
         every: usize,
     },
     /// The reliability scenarios.
@@ -136,8 +137,9 @@ struct QuestionSetArgs {
     summaries: PathBuf,
     #[arg(long, default_value = "tests/data/questions.json")]
     questions: PathBuf,
-    /// Passages retrieved per question (the answer path's `k`).
-    #[arg(long, default_value_t = 8)]
+    /// Passages retrieved per question (the answer path's `k`, 1..=20).
+    #[arg(long, default_value_t = 8,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..=20))]
     k: usize,
 }
 

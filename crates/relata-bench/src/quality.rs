@@ -87,7 +87,7 @@ pub async fn run(
                 return true;
             }
             answerable += 1;
-            (answerable - 1).is_multiple_of(every.max(1))
+            (answerable - 1).is_multiple_of(every)
         })
         .collect();
     println!(
