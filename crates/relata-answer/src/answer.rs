@@ -6,7 +6,7 @@ use relata_model::{
     AnswerSource, CallRecord, ErrorClass, ModelCall, ModelClient, ModelError, TransportKind,
 };
 use relata_store::{AnswerCall, AttachedClaim, NewAnswer, Passage, Store, StoreError};
-use relata_validate::{AnswerConfig, AnswerJudgement, judge_answer};
+use relata_validate::{AnswerConfig, AnswerJudgement, SourceText, judge_answer};
 use serde::Serialize;
 
 use crate::metrics::{AnswerFinished, AnswerMetrics};
@@ -320,9 +320,21 @@ impl Answerer {
                 });
             }
             Ok(completion) => {
-                let texts: Vec<&str> = sources.iter().map(|(p, _)| p.text.as_str()).collect();
+                let texts: Vec<SourceText<'_>> = sources
+                    .iter()
+                    .map(|(p, _)| SourceText {
+                        title: p.title.as_deref(),
+                        text: &p.text,
+                    })
+                    .collect();
                 let contract = self.client.config().contract(Task::Answer);
-                let j = judge_answer(&self.gate, &contract, &texts, completion.content.as_bytes());
+                let j = judge_answer(
+                    &self.gate,
+                    &contract,
+                    question,
+                    &texts,
+                    completion.content.as_bytes(),
+                );
                 self.take_judgement(&j, out, &mut asked);
             }
         }

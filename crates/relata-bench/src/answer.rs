@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use relata_core::{CLASSIFY_V1, PromotionState, RowKind, TaskVersion};
-use relata_validate::{AnswerConfig, judge_answer};
+use relata_validate::{AnswerConfig, SourceText, judge_answer};
 use serde_json::Value;
 
 use crate::responder::{ANSWER, Mode, Responder};
@@ -249,11 +249,18 @@ impl Probe<'_> {
         let retrieval = t.elapsed();
         std::hint::black_box((&attached, &contradictions));
 
-        let texts: Vec<&str> = passages.iter().map(|p| p.text.as_str()).collect();
+        let texts: Vec<SourceText<'_>> = passages
+            .iter()
+            .map(|p| SourceText {
+                title: p.title.as_deref(),
+                text: &p.text,
+            })
+            .collect();
         let t = Instant::now();
         let judged = judge_answer(
             &self.gate,
             &relata_core::ANSWER_V1,
+            question,
             &texts,
             ANSWER.as_bytes(),
         );

@@ -246,14 +246,22 @@ mod tests {
         ] {
             assert!(gate.setting(check).enabled, "{check} is disabled");
         }
-        let sources = ["Marie Curie was born in Warsaw in 1867."];
+        let sources = [relata_validate::SourceText::untitled(
+            "Marie Curie was born in Warsaw in 1867.",
+        )];
         for bad in [
             r#"{"answer": "Marie Curie was born in Warsaw [S7].", "citations": ["S7"], "found": true}"#,
             r#"{"answer": "Marie Curie was born in Warsaw.", "citations": [], "found": true}"#,
             r#"{"answer": "sufficient", "citations": ["S1"], "found": true}"#,
             r#"{"answer": "I do not know.", "citations": [], "found": false}"#,
         ] {
-            let j = judge_answer(&gate, &relata_core::ANSWER_V1, &sources, bad.as_bytes());
+            let j = judge_answer(
+                &gate,
+                &relata_core::ANSWER_V1,
+                "Where was Marie Curie born?",
+                &sources,
+                bad.as_bytes(),
+            );
             assert!(!j.rejections.is_empty(), "accepted: {bad}");
         }
     }

@@ -12,11 +12,16 @@
 //! 3. **Semantic**: `handle_known` (structural) — every citation and every inline marker
 //!    (`[S1]`, `[S1, S2]`) must name a source that was sent, else `unknown_handle`;
 //!    `degenerate` — the prose of a found answer must not be a placeholder, a field name
-//!    (`answer`, `sufficient`, …) or text too short to carry meaning; `markers_match`
-//!    (warns by default) — an inline marker not in `citations`, or a citation with no
-//!    marker, is `marker_mismatch`; `figure_in_sources` (warns by default) — a number,
-//!    year or percentage of the prose found in none of the *cited* sources is
-//!    `figure_not_in_sources`. At severity `reject` the last two reject as `inconsistent`.
+//!    (`answer`, `sufficient`, …) or text too short to carry meaning, unless that short
+//!    text read with the question is supported by a cited sentence (a name or a figure
+//!    that answers it); `markers_match` (warns by default) — an inline marker not in
+//!    `citations`, or a citation with no marker, is `marker_mismatch`; `figure_in_sources`
+//!    (warns by default) — a number, year or percentage of the prose found in none of the
+//!    *cited* sources is `figure_not_in_sources`. At severity `reject` the last two reject
+//!    as `inconsistent`; `citation_supported` (warns by default) — each sentence must be
+//!    supported, by the claims' support check, by a window of one or two adjacent
+//!    sentences of a passage it cites, else `citation_unsupported` (`unsupported` at
+//!    `reject`).
 //! 4. **Consistency**: `cited` (structural) — `found: true` with no citation is
 //!    `uncited_answer`, the most dangerous answer there is; `abstention` — `found: false`
 //!    must cite nothing and its prose must be exactly
@@ -159,10 +164,11 @@ impl AnswerJudgement {
 /// instead of answering (on top of the gate's general placeholders).
 const ANSWER_PLACEHOLDERS: &[&str] = &["answer", "citations", "found", "sufficient", "true"];
 
-/// Inline markers of a text: every `[...]` whose comma- or semicolon-separated parts each
-/// start with `S` and a digit, as written (`[S1]` → `S1`; `[S1, S2]` → `S1`, `S2`).
-/// Returns the marker strings and the text with the markers removed (for the figure check,
-/// so a marker's number is not taken for a figure).
+/// Prose under the bounds of a statement: a name or a figure, not a sentence.
+fn short(bare: &str) -> bool {
+    degenerate(bare, bounds::ANSWER_MIN_CHARS, bounds::ANSWER_MIN_WORDS).is_some()
+}
+
 /// The sentences of an answer's prose: split after `.`, `!` or `?` (a marker before the
 /// stop stays with its sentence) where a space follows.
 fn answer_sentences(prose: &str) -> Vec<&str> {
@@ -180,6 +186,10 @@ fn answer_sentences(prose: &str) -> Vec<&str> {
     out.into_iter().filter(|s| !s.trim().is_empty()).collect()
 }
 
+/// Inline markers of a text: every `[...]` whose comma- or semicolon-separated parts each
+/// start with `S` and a digit, as written (`[S1]` → `S1`; `[S1, S2]` → `S1`, `S2`).
+/// Returns the marker strings and the text with the markers removed (for the figure check,
+/// so a marker's number is not taken for a figure).
 fn markers(text: &str) -> (Vec<&str>, String) {
     let mut found = Vec::new();
     let mut rest = String::with_capacity(text.len());
@@ -216,12 +226,27 @@ fn markers(text: &str) -> (Vec<&str>, String) {
     (found, rest)
 }
 
+/// A source as the model was shown it: its document's title and its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SourceText<'a> {
+    pub title: Option<&'a str>,
+    pub text: &'a str,
+}
+
+impl<'a> SourceText<'a> {
+    /// A source shown without a title.
+    pub fn untitled(text: &'a str) -> Self {
+        SourceText { title: None, text }
+    }
+}
+
 /// Judge a raw answer response against the sources it was asked about: `sources[0]` is
 /// the text shown as `S1`, and so on.
 pub fn judge_answer(
     config: &AnswerConfig,
     contract: &Contract,
-    sources: &[&str],
+    question: &str,
+    sources: &[SourceText<'_>],
     raw: &[u8],
 ) -> AnswerJudgement {
     let v = match decode::parse(raw) {
@@ -244,7 +269,7 @@ pub fn judge_answer(
         warnings: Vec::new(),
     };
     // Layer 3, structural: every handle resolves to a source that was sent.
-    let (answer, unknown) = Answer::resolve(sources, prose, cited);
+    let (answer, unknown) = Answer::resolve(question, sources, prose, cited);
     j.check(AnswerCheck::HandleKnown, Reason::UnknownHandle, || {
         (!unknown.is_empty()).then(|| {
             format!(
@@ -294,7 +319,7 @@ fn answer_fields<'j>(v: &'j Json<'_>) -> Result<(&'j str, Vec<&'j str>, bool), F
 }
 
 /// The source `s` names, if it is one that was sent.
-fn resolve(sources: &[&str], s: &str) -> Option<SourceHandle> {
+fn resolve(sources: &[SourceText<'_>], s: &str) -> Option<SourceHandle> {
     SourceHandle::parse(s)
         .ok()
         .filter(|h| h.index() < sources.len())
@@ -302,7 +327,9 @@ fn resolve(sources: &[&str], s: &str) -> Option<SourceHandle> {
 
 /// An answer with its handles resolved against the sources sent.
 struct Answer<'a> {
-    sources: &'a [&'a str],
+    /// The question asked: a short answer ("Gaza City [S1].") is read with it.
+    question: &'a str,
+    sources: &'a [SourceText<'a>],
     prose: &'a str,
     /// The "citations" field as written.
     cited: Vec<&'a str>,
@@ -318,7 +345,12 @@ struct Answer<'a> {
 
 impl<'a> Answer<'a> {
     /// The answer, and each citation or marker that names no source sent.
-    fn resolve(sources: &'a [&'a str], prose: &'a str, cited: Vec<&'a str>) -> (Self, Vec<String>) {
+    fn resolve(
+        question: &'a str,
+        sources: &'a [SourceText<'a>],
+        prose: &'a str,
+        cited: Vec<&'a str>,
+    ) -> (Self, Vec<String>) {
         let (inline, without_markers) = markers(prose);
         let mut citations: Vec<SourceHandle> = Vec::new();
         let mut unknown: Vec<String> = Vec::new();
@@ -342,6 +374,7 @@ impl<'a> Answer<'a> {
             }
         }
         let answer = Answer {
+            question,
             sources,
             prose,
             cited,
@@ -381,7 +414,7 @@ impl<'a> Answer<'a> {
         let have: Vec<_> = self
             .citations
             .iter()
-            .flat_map(|h| figures(sources[h.index()]))
+            .flat_map(|h| figures(sources[h.index()].text))
             .collect();
         let missing: Vec<String> = figures(&self.without_markers)
             .into_iter()
@@ -390,7 +423,7 @@ impl<'a> Answer<'a> {
                     && !self
                         .citations
                         .iter()
-                        .any(|h| crate::text::spelled_in(f, sources[h.index()]))
+                        .any(|h| crate::text::spelled_in(f, sources[h.index()].text))
             })
             .take(5)
             .map(|f| excerpt(&f, 20))
@@ -403,7 +436,60 @@ impl<'a> Answer<'a> {
         })
     }
 
+    /// An answer that is not a statement ("Gaza City", "64", "The Museo del Prado in
+    /// Madrid") read with the names and figures of its question: the support check then
+    /// asks a cited sentence to hold the answer *and* what the question is about, so "Warsaw"
+    /// to "Where did Pierre Curie die?" is not supported by a sentence about Marie Curie.
+    /// A question with no name or figure lends all its words. A statement is read as
+    /// written.
+    fn read_with_question(&self, bare: &str) -> String {
+        let fragment = short(bare) || crate::clause::read(bare).verb.is_none();
+        if !fragment {
+            return bare.to_owned();
+        }
+        let terms: Vec<&str> = self
+            .question
+            .split_whitespace()
+            .skip(1)
+            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+            .filter(|w| w.starts_with(|c: char| c.is_uppercase() || c.is_ascii_digit()))
+            .collect();
+        if terms.is_empty() {
+            format!("{} {bare}", self.question.trim().trim_end_matches('?'))
+        } else {
+            format!("{bare} {}", terms.join(" "))
+        }
+    }
+
+    /// Why a short answer is degenerate, or `None` when, read with its question, a
+    /// sentence of a cited source supports it: then it is an answer, not a fragment
+    /// ("Gaza City [S1]." to "What is the capital of the Gaza Strip?").
+    fn short_unsupported(&self, bare: &str, too_short: String) -> Option<String> {
+        let support = crate::support::Support::new(Default::default());
+        if self.citations.is_empty() || !support.has_content(self.question) {
+            return Some(too_short);
+        }
+        let texts: Vec<SourceText<'_>> = self
+            .citations
+            .iter()
+            .map(|h| self.sources[h.index()])
+            .collect();
+        let statement = self.read_with_question(bare);
+        supported_by_window(&support, &statement, &texts)
+            .err()
+            .map(|why| {
+                format!("{too_short}; read with the question, no cited sentence supports it: {why}")
+            })
+    }
+
     /// Sentences the sources they cite do not support.
+    ///
+    /// A sentence is judged against windows of its cited passages, not against them
+    /// whole: one sentence of a passage, or two adjacent ones, must support it. Read whole,
+    /// a passage lends a sentence words from anywhere in it, and a negation anywhere in it
+    /// ("She never won …") reads as negating a sentence drawn from elsewhere ("Marie Curie
+    /// was born in Warsaw"). A sentence citing several passages may also draw on them
+    /// together, as a combined answer does ("born in A [S1] and died in B [S2]").
     fn unsupported_sentences(&self) -> Option<String> {
         let support = crate::support::Support::new(Default::default());
         let mut unsupported = Vec::new();
@@ -423,18 +509,10 @@ impl<'a> Answer<'a> {
             if cited.is_empty() {
                 continue;
             }
-            let quote = cited
-                .iter()
-                .map(|h| self.sources[h.index()])
-                .collect::<Vec<_>>()
-                .join("\n");
-            let claim = crate::support::ClaimText {
-                statement: bare.trim(),
-                quote: &quote,
-                context: &[],
-                referent_required: false,
-            };
-            if let Err(why) = support.unsupported(claim) {
+            let texts: Vec<SourceText<'_>> =
+                cited.iter().map(|h| self.sources[h.index()]).collect();
+            let statement = self.read_with_question(bare.trim());
+            if let Err(why) = supported_by_window(&support, &statement, &texts) {
                 let shown: Vec<String> = cited.iter().map(|h| h.to_string()).collect();
                 unsupported.push(format!(
                     "{} not supported by {}: {why}",
@@ -445,6 +523,76 @@ impl<'a> Answer<'a> {
         }
         (!unsupported.is_empty()).then(|| unsupported.join("; "))
     }
+}
+
+/// Whether some window of the passages supports `statement`: one sentence of a passage,
+/// two adjacent sentences, or (with several passages) all of them together. A window
+/// whose first sentence refers back ("Its capital and largest city is Gaza City.") is read
+/// with its document's title as the thing referred to, as the model read it. `Err` holds
+/// why the window sharing most of the statement's words does not.
+fn supported_by_window(
+    support: &crate::support::Support,
+    statement: &str,
+    passages: &[SourceText<'_>],
+) -> Result<(), String> {
+    let mut windows: Vec<(String, Vec<String>)> = Vec::new();
+    for source in passages {
+        let sentences = relata_core::sentences::split(source.text, 1, 1, usize::MAX);
+        for (k, s) in sentences.iter().enumerate() {
+            let context: Vec<String> = source
+                .title
+                .filter(|_| crate::clause::read(s).refers_back())
+                .map(|t| vec![bare_title(t).to_owned()])
+                .unwrap_or_default();
+            windows.push(((*s).to_owned(), context.clone()));
+            if let Some(next) = sentences.get(k + 1) {
+                windows.push((format!("{s} {next}"), context));
+            }
+        }
+    }
+    if passages.len() > 1 {
+        let joined: Vec<&str> = passages.iter().map(|p| p.text).collect();
+        windows.push((joined.join("\n"), Vec::new()));
+    }
+    let said = word_set(statement);
+    let mut best: Option<(usize, String)> = None;
+    for (window, context) in &windows {
+        let claim = crate::support::ClaimText {
+            statement,
+            quote: window,
+            context,
+            referent_required: false,
+        };
+        match support.unsupported(claim) {
+            Ok(_) => return Ok(()),
+            Err(why) => {
+                let shared = word_set(window).intersection(&said).count();
+                if best.as_ref().is_none_or(|(n, _)| shared > *n) {
+                    best = Some((shared, why));
+                }
+            }
+        }
+    }
+    Err(best.map_or_else(
+        || "the cited sources hold no sentence".to_owned(),
+        |(_, why)| why,
+    ))
+}
+
+/// A document title without its disambiguation ("Mirror (1975 film)" → "Mirror").
+fn bare_title(title: &str) -> &str {
+    match title.rfind(" (") {
+        Some(at) if title.ends_with(')') => &title[..at],
+        _ => title,
+    }
+}
+
+/// The lowercased words of `text`, to rank windows by what they share with a statement.
+fn word_set(text: &str) -> BTreeSet<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
 }
 
 /// Runs the configurable checks and collects everything they found.
@@ -516,7 +664,11 @@ impl Judge<'_> {
             if ANSWER_PLACEHOLDERS.contains(&lower(core).as_str()) {
                 return Some(format!("a placeholder: {}", excerpt(&bare, 30)));
             }
-            degenerate(&bare, bounds::ANSWER_MIN_CHARS, bounds::ANSWER_MIN_WORDS)
+            if let Some(empty) = degenerate(&bare, 1, 1) {
+                return Some(empty);
+            }
+            let too_short = degenerate(&bare, bounds::ANSWER_MIN_CHARS, bounds::ANSWER_MIN_WORDS)?;
+            answer.short_unsupported(bare.trim(), too_short)
         });
         self.warn(
             AnswerCheck::MarkersMatch,
@@ -589,11 +741,16 @@ mod tests {
         "Warsaw is the capital of Poland.",
     ];
 
+    fn untitled<'a>(texts: &[&'a str]) -> Vec<SourceText<'a>> {
+        texts.iter().map(|t| SourceText::untitled(t)).collect()
+    }
+
     fn judge(raw: &str) -> AnswerJudgement {
         judge_answer(
             &AnswerConfig::default(),
             &relata_core::ANSWER_V1,
-            &SOURCES,
+            "",
+            &untitled(&SOURCES),
             raw.as_bytes(),
         )
     }
@@ -604,7 +761,8 @@ mod tests {
             judge_answer(
                 &AnswerConfig::default(),
                 &relata_core::ANSWER_V2,
-                &SOURCES,
+                "",
+                &untitled(&SOURCES),
                 raw.as_bytes(),
             )
         };
@@ -711,7 +869,8 @@ mod tests {
         let j = judge_answer(
             &AnswerConfig::default(),
             &relata_core::ANSWER_V1,
-            &SOURCES,
+            "",
+            &untitled(&SOURCES),
             &big,
         );
         assert_eq!(reasons(&j), [Reason::TooLarge]);
@@ -757,6 +916,103 @@ mod tests {
             let j = judge(&raw);
             assert_eq!(reasons(&j), [Reason::Degenerate], "{prose}: {j:?}");
         }
+    }
+
+    #[test]
+    fn a_short_answer_is_read_with_its_question() {
+        let ask = |question: &str, prose: &str, cite: &str| {
+            let raw = format!(r#"{{"answer": "{prose}", "citations": [{cite}], "found": true}}"#);
+            judge_answer(
+                &AnswerConfig::default(),
+                &relata_core::ANSWER_V1,
+                question,
+                &untitled(&SOURCES),
+                raw.as_bytes(),
+            )
+        };
+        // A name that answers the question from the sentence cited.
+        let j = ask("Where was Marie Curie born?", "Warsaw [S1].", r#""S1""#);
+        assert_eq!(j.status(), AnswerStatus::Answered, "{j:?}");
+        assert!(j.warnings.is_empty(), "{j:?}");
+        // "It was completed in 1889." names the tower only with the source before it.
+        let j = ask(
+            "When was the Eiffel Tower completed?",
+            "1889 [S4, S5].",
+            r#""S4", "S5""#,
+        );
+        assert_eq!(j.status(), AnswerStatus::Answered, "{j:?}");
+        let j = ask(
+            "When was the Eiffel Tower completed?",
+            "1889 [S5].",
+            r#""S5""#,
+        );
+        assert_eq!(reasons(&j), [Reason::Degenerate], "{j:?}");
+        // A name from the source that the question and the sentence do not join: a fragment.
+        let j = ask("Where did Pierre Curie die?", "Warsaw [S1].", r#""S1""#);
+        assert_eq!(reasons(&j), [Reason::Degenerate], "{j:?}");
+        assert!(
+            j.rejections[0].detail.contains("read with the question"),
+            "{j:?}"
+        );
+        // The source's word, the wrong source.
+        let j = ask("Where was Marie Curie born?", "Paris [S4].", r#""S4""#);
+        assert_eq!(reasons(&j), [Reason::Degenerate], "{j:?}");
+        // A question of function words alone gives the answer nothing to be read with.
+        let j = ask("Who is it?", "Warsaw [S1].", r#""S1""#);
+        assert_eq!(reasons(&j), [Reason::Degenerate], "{j:?}");
+        // Placeholders stay placeholders whatever the question.
+        let j = ask("What is sufficient?", "sufficient", r#""S1""#);
+        assert_eq!(reasons(&j), [Reason::Degenerate], "{j:?}");
+    }
+
+    #[test]
+    fn a_sentence_that_refers_back_is_read_with_its_title_and_a_fragment_with_its_question() {
+        let gaza = "The Gaza Strip is a territory on the Mediterranean coast. \
+                    It borders Egypt on the southwest. Its capital and largest city is Gaza City.";
+        let prado =
+            "Las Meninas is a painting by Velázquez. It hangs in the Museo del Prado in Madrid.";
+        let louvre = "The Louvre is the world's most-visited museum, in Paris.";
+        let ask = |sources: &[SourceText<'_>], question: &str, prose: &str| {
+            let raw = format!(r#"{{"answer": "{prose}", "citations": ["S1"], "found": true}}"#);
+            judge_answer(
+                &AnswerConfig::default(),
+                &relata_core::ANSWER_V1,
+                question,
+                sources,
+                raw.as_bytes(),
+            )
+        };
+        let titled = |title, text| {
+            [SourceText {
+                title: Some(title),
+                text,
+            }]
+        };
+        let city = "What is the biggest city in the Gaza Strip?";
+        let j = ask(&titled("Gaza Strip", gaza), city, "Gaza City [S1].");
+        assert_eq!(j.status(), AnswerStatus::Answered, "{j:?}");
+        assert!(j.warnings.is_empty(), "{j:?}");
+        // Without the title no sentence says whose capital Gaza City is.
+        let j = ask(&[SourceText::untitled(gaza)], city, "Gaza City [S1].");
+        assert_eq!(reasons(&j), [Reason::Degenerate], "{j:?}");
+        // A phrase with no verb is read with the question's names: the museum must be
+        // in a sentence about Las Meninas.
+        let museum = "Which museum holds Velázquez's Las Meninas?";
+        let j = ask(
+            &titled("Las Meninas", prado),
+            museum,
+            "The Museo del Prado in Madrid [S1].",
+        );
+        assert!(j.warnings.is_empty(), "{j:?}");
+        let j = ask(
+            &titled("Louvre", louvre),
+            museum,
+            "The Louvre museum in Paris [S1].",
+        );
+        assert!(
+            warnings(&j).contains(&Warning::CitationUnsupported),
+            "{j:?}"
+        );
     }
 
     #[test]
@@ -862,7 +1118,8 @@ mod tests {
         let j = judge_answer(
             &AnswerConfig::default(),
             &relata_core::ANSWER_V1,
-            &sources,
+            "",
+            &untitled(&sources),
             raw.as_bytes(),
         );
         assert!(j.warnings.is_empty(), "{j:?}");
@@ -870,7 +1127,8 @@ mod tests {
         let j = judge_answer(
             &AnswerConfig::default(),
             &relata_core::ANSWER_V1,
-            &sources,
+            "",
+            &untitled(&sources),
             raw.as_bytes(),
         );
         assert_eq!(
@@ -950,8 +1208,59 @@ mod tests {
             },
         )
         .unwrap();
-        let j = judge_answer(&c, &relata_core::ANSWER_V1, &SOURCES, cases[2].0.as_bytes());
+        let j = judge_answer(
+            &c,
+            &relata_core::ANSWER_V1,
+            "",
+            &untitled(&SOURCES),
+            cases[2].0.as_bytes(),
+        );
         assert_eq!(reasons(&j), [Reason::Unsupported]);
+    }
+
+    #[test]
+    fn citation_support_reads_a_passage_by_sentence_windows() {
+        let passage = [
+            "Marie Curie never won an Olympic medal. Marie Curie was born in \
+             Warsaw in 1867. She moved to Paris in 1891. Her daughter Irene was a chemist.",
+        ];
+        let judge = |answer: &str| {
+            let raw =
+                format!(r#"{{"answer": "{answer} [S1].", "citations": ["S1"], "found": true}}"#);
+            judge_answer(
+                &AnswerConfig::default(),
+                &relata_core::ANSWER_V1,
+                "",
+                &untitled(&passage),
+                raw.as_bytes(),
+            )
+        };
+        // A negation in another sentence does not negate the one the answer is drawn from
+        // (read whole, the passage gave "Marie Curie" from the negated sentence).
+        let j = judge("Marie Curie was born in Warsaw");
+        assert!(
+            !warnings(&j).contains(&Warning::CitationUnsupported),
+            "{j:?}"
+        );
+        // Two adjacent sentences together support a sentence joining them.
+        let j = judge("Marie Curie was born in Warsaw in 1867 and moved to Paris in 1891");
+        assert!(
+            !warnings(&j).contains(&Warning::CitationUnsupported),
+            "{j:?}"
+        );
+        // The negation still counts in its own sentence.
+        let j = judge("Marie Curie won an Olympic medal");
+        assert!(
+            warnings(&j).contains(&Warning::CitationUnsupported),
+            "{j:?}"
+        );
+        // Words pooled from sentences far apart support nothing: the passage never says
+        // Irene was born in Warsaw.
+        let j = judge("Irene was born in Warsaw");
+        assert!(
+            warnings(&j).contains(&Warning::CitationUnsupported),
+            "{j:?}"
+        );
     }
 
     #[test]
@@ -963,7 +1272,7 @@ mod tests {
         };
         c.set(AnswerCheck::FigureInSources, reject).unwrap();
         let raw = br#"{"answer": "Marie Curie was born in Warsaw in 1868 [S1].", "citations": ["S1"], "found": true}"#;
-        let j = judge_answer(&c, &relata_core::ANSWER_V1, &SOURCES, raw);
+        let j = judge_answer(&c, &relata_core::ANSWER_V1, "", &untitled(&SOURCES), raw);
         assert_eq!(reasons(&j), [Reason::Inconsistent]);
 
         let mut c = AnswerConfig::default();
@@ -978,7 +1287,8 @@ mod tests {
         let j = judge_answer(
             &c,
             &relata_core::ANSWER_V1,
-            &SOURCES,
+            "",
+            &untitled(&SOURCES),
             br#"{"answer": "Warsaw [S1]", "citations": ["S1"], "found": true}"#,
         );
         assert_eq!(j.status(), AnswerStatus::Answered);
@@ -997,7 +1307,8 @@ mod tests {
         let j = judge_answer(
             &c,
             &relata_core::ANSWER_V1,
-            &SOURCES,
+            "",
+            &untitled(&SOURCES),
             br#"{"answer": "No idea.", "citations": [], "found": false}"#,
         );
         assert_eq!(j.status(), AnswerStatus::Abstained);

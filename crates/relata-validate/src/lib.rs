@@ -133,7 +133,9 @@ pub mod resolve;
 mod support;
 mod text;
 
-pub use answer::{AcceptedAnswer, AnswerConfig, AnswerJudgement, AnswerRejection, judge_answer};
+pub use answer::{
+    AcceptedAnswer, AnswerConfig, AnswerJudgement, AnswerRejection, SourceText, judge_answer,
+};
 pub use config::{CheckSetting, ConfigError, GateConfig};
 pub use gate::ExtractShape;
 pub use outcome::{

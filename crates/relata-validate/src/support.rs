@@ -1032,6 +1032,11 @@ impl Support {
         first.is_none_or(|n| lower(&collapse_cow(n)) == lower(&collapse_cow(subject)))
     }
 
+    /// Whether `text` has a content word (not only function words).
+    pub(crate) fn has_content(&self, text: &str) -> bool {
+        !self.words(text).words.is_empty()
+    }
+
     /// Whether `text` mentions `subject`: every content word of it, compared by lowercased
     /// form or stem.
     pub(crate) fn mentions(&self, subject: &str, text: &str) -> bool {
