@@ -174,9 +174,10 @@ async fn ask_answers_abstains_and_degrades_without_ever_failing() {
     let env = filled(true).await;
     let question = "Did Marie Curie win the Nobel Prize in Physics?";
 
-    // Answered: the citation resolves to a source whose text is the document's bytes.
+    // Answered: the citation resolves to a source whose text is the document's bytes. (The
+    // sentence is S1's: one S1 did not support would be refused by `citation_supported`.)
     env.fake.push([Behaviour::completion(
-        r#"{"answer": "The sources disagree about whether Marie Curie won it [S1].", "citations": ["S1"], "found": true}"#,
+        r#"{"answer": "Marie Curie won the Nobel Prize in Physics in 1903 [S1].", "citations": ["S1"], "found": true}"#,
     )]);
     let (code, body, stderr) = ask(&env, question);
     assert_eq!(code, Some(0), "{stderr}");

@@ -125,7 +125,7 @@ impl Env {
         env.set("RELATA_MODEL_NAME", &var("RELATA_MODEL_NAME"));
         env.set("RELATA_MODEL_DIALECT", "json_object_schema");
         env.set("RELATA_MODEL_EXTRACT_PROMPT", "extract-p5");
-        env.set("RELATA_MODEL_ANSWER_PROMPT", "answer-p1");
+        env.set("RELATA_MODEL_ANSWER_PROMPT", "answer-p2");
         env.set("RELATA_MODEL_MAX_TOKENS", max_tokens);
         env.set("RELATA_MODEL_REQUEST_TIMEOUT_MS", "180000");
         (env, picked)

@@ -90,13 +90,14 @@ relata_core::closed_enum! {
     #[derive(Default)]
     pub enum AnswerPrompt: "answer prompt" {
         /// The question and the sources under handles; `relata.answer` v1 sent as it is
-        /// (citations among the handles sent). The default.
-        #[default]
+        /// (citations among the handles sent).
         P1 = "answer-p1",
         /// `relata.answer` v2, its `reply` sent as two closed branches: an answer with at
         /// least one citation among the handles sent and `found` true, or the abstention
         /// sentence with no citation and `found` false ([`answer_schema_sent`]); a
-        /// two-question example. It answers more, rightly and wrongly (BENCHMARKS.md §3e).
+        /// two-question example. It answers more, rightly and wrongly; the gate's
+        /// `citation_supported` refuses most of the wrong (BENCHMARKS.md §3e). The default.
+        #[default]
         P2 = "answer-p2",
     }
 }
@@ -112,7 +113,7 @@ impl AnswerPrompt {
 }
 
 /// The default answering prompt version.
-pub const ANSWER_PROMPT_VERSION: &str = AnswerPrompt::P1.as_str();
+pub const ANSWER_PROMPT_VERSION: &str = AnswerPrompt::P2.as_str();
 
 /// The prompts a configuration sends, one per task that has a choice.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

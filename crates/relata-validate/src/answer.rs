@@ -18,10 +18,9 @@
 //!    `citations`, or a citation with no marker, is `marker_mismatch`; `figure_in_sources`
 //!    (warns by default) — a number, year or percentage of the prose found in none of the
 //!    *cited* sources is `figure_not_in_sources`. At severity `reject` the last two reject
-//!    as `inconsistent`; `citation_supported` (warns by default) — each sentence must be
-//!    supported, by the claims' support check, by a window of one or two adjacent
-//!    sentences of a passage it cites, else `citation_unsupported` (`unsupported` at
-//!    `reject`).
+//!    as `inconsistent`; `citation_supported` — each sentence must be supported, by the
+//!    claims' support check, by a window of one or two adjacent sentences of a passage it
+//!    cites, else `unsupported` (at severity `warn`, the caveat `citation_unsupported`).
 //! 4. **Consistency**: `cited` (structural) — `found: true` with no citation is
 //!    `uncited_answer`, the most dangerous answer there is; `abstention` — `found: false`
 //!    must cite nothing and its prose must be exactly
@@ -57,9 +56,7 @@ impl Default for AnswerConfig {
             .iter()
             .map(|&c| {
                 let severity = match c {
-                    AnswerCheck::MarkersMatch
-                    | AnswerCheck::FigureInSources
-                    | AnswerCheck::CitationSupported => Severity::Warn,
+                    AnswerCheck::MarkersMatch | AnswerCheck::FigureInSources => Severity::Warn,
                     _ => Severity::Reject,
                 };
                 (
@@ -163,6 +160,26 @@ impl AnswerJudgement {
 /// Field names and words of the contract that a model writes when it copies the schema
 /// instead of answering (on top of the gate's general placeholders).
 const ANSWER_PLACEHOLDERS: &[&str] = &["answer", "citations", "found", "sufficient", "true"];
+
+/// Prose that says a thing is itself ("The Dead Sea is the Dead Sea."): a sentence's
+/// shape with nothing in it, which any source that names the thing "supports".
+fn tautology(bare: &str) -> Option<String> {
+    let said = bare.trim().trim_end_matches(['.', ' ']).to_lowercase();
+    let article = |x: &str| -> String {
+        let x = x.trim();
+        ["the ", "a ", "an "]
+            .iter()
+            .find_map(|a| x.strip_prefix(a))
+            .unwrap_or(x)
+            .to_owned()
+    };
+    let (subject, predicate) = [" is ", " are ", " was ", " were "]
+        .iter()
+        .find_map(|copula| said.split_once(copula))?;
+    let subject = article(subject);
+    (!subject.is_empty() && subject == article(predicate))
+        .then(|| format!("says only that {} is itself", excerpt(bare.trim(), 40)))
+}
 
 /// Prose under the bounds of a statement: a name or a figure, not a sentence.
 fn short(bare: &str) -> bool {
@@ -475,7 +492,9 @@ impl<'a> Answer<'a> {
             .map(|h| self.sources[h.index()])
             .collect();
         let statement = self.read_with_question(bare);
-        supported_by_window(&support, &statement, &texts)
+        // Marked prose may join its marked passages; unmarked prose may not.
+        let together = !self.inline.is_empty();
+        supported_by_window(&support, &statement, &texts, together)
             .err()
             .map(|why| {
                 format!("{too_short}; read with the question, no cited sentence supports it: {why}")
@@ -512,7 +531,7 @@ impl<'a> Answer<'a> {
             let texts: Vec<SourceText<'_>> =
                 cited.iter().map(|h| self.sources[h.index()]).collect();
             let statement = self.read_with_question(bare.trim());
-            if let Err(why) = supported_by_window(&support, &statement, &texts) {
+            if let Err(why) = supported_by_window(&support, &statement, &texts, !unmarked) {
                 let shown: Vec<String> = cited.iter().map(|h| h.to_string()).collect();
                 unsupported.push(format!(
                     "{} not supported by {}: {why}",
@@ -526,7 +545,9 @@ impl<'a> Answer<'a> {
 }
 
 /// Whether some window of the passages supports `statement`: one sentence of a passage,
-/// two adjacent sentences, or (with several passages) all of them together. A window
+/// two adjacent sentences, or, when the statement's own markers cite several passages
+/// (`together`), all of them together. Prose with no marker names no passage for any of
+/// its parts, so each of its sentences must stand on one passage. A window
 /// whose first sentence refers back ("Its capital and largest city is Gaza City.") is read
 /// with its document's title as the thing referred to, as the model read it. `Err` holds
 /// why the window sharing most of the statement's words does not.
@@ -534,6 +555,7 @@ fn supported_by_window(
     support: &crate::support::Support,
     statement: &str,
     passages: &[SourceText<'_>],
+    together: bool,
 ) -> Result<(), String> {
     let mut windows: Vec<(String, Vec<String>)> = Vec::new();
     for source in passages {
@@ -550,7 +572,7 @@ fn supported_by_window(
             }
         }
     }
-    if passages.len() > 1 {
+    if together && passages.len() > 1 {
         let joined: Vec<&str> = passages.iter().map(|p| p.text).collect();
         windows.push((joined.join("\n"), Vec::new()));
     }
@@ -667,6 +689,9 @@ impl Judge<'_> {
             if let Some(empty) = degenerate(&bare, 1, 1) {
                 return Some(empty);
             }
+            if let Some(same) = tautology(&bare) {
+                return Some(same);
+            }
             let too_short = degenerate(&bare, bounds::ANSWER_MIN_CHARS, bounds::ANSWER_MIN_WORDS)?;
             answer.short_unsupported(bare.trim(), too_short)
         });
@@ -741,13 +766,28 @@ mod tests {
         "Warsaw is the capital of Poland.",
     ];
 
+    /// The shipped gate with `citation_supported` at `warn`, so that each test sees every
+    /// finding of an answer it accepts; the shipped severity is tested on its own.
+    fn gate() -> AnswerConfig {
+        let mut c = AnswerConfig::default();
+        c.set(
+            AnswerCheck::CitationSupported,
+            CheckSetting {
+                enabled: true,
+                severity: Severity::Warn,
+            },
+        )
+        .unwrap();
+        c
+    }
+
     fn untitled<'a>(texts: &[&'a str]) -> Vec<SourceText<'a>> {
         texts.iter().map(|t| SourceText::untitled(t)).collect()
     }
 
     fn judge(raw: &str) -> AnswerJudgement {
         judge_answer(
-            &AnswerConfig::default(),
+            &gate(),
             &relata_core::ANSWER_V1,
             "",
             &untitled(&SOURCES),
@@ -759,7 +799,7 @@ mod tests {
     fn v2_judges_its_reply_as_v1_judges_the_root_and_nothing_beside_it() {
         let v2 = |raw: &str| {
             judge_answer(
-                &AnswerConfig::default(),
+                &gate(),
                 &relata_core::ANSWER_V2,
                 "",
                 &untitled(&SOURCES),
@@ -867,7 +907,7 @@ mod tests {
         assert_eq!(reasons(&judge(&raw)), [Reason::Schema]);
         let big = vec![b' '; bounds::MAX_RESPONSE_BYTES + 1];
         let j = judge_answer(
-            &AnswerConfig::default(),
+            &gate(),
             &relata_core::ANSWER_V1,
             "",
             &untitled(&SOURCES),
@@ -923,7 +963,7 @@ mod tests {
         let ask = |question: &str, prose: &str, cite: &str| {
             let raw = format!(r#"{{"answer": "{prose}", "citations": [{cite}], "found": true}}"#);
             judge_answer(
-                &AnswerConfig::default(),
+                &gate(),
                 &relata_core::ANSWER_V1,
                 question,
                 &untitled(&SOURCES),
@@ -975,7 +1015,7 @@ mod tests {
         let ask = |sources: &[SourceText<'_>], question: &str, prose: &str| {
             let raw = format!(r#"{{"answer": "{prose}", "citations": ["S1"], "found": true}}"#);
             judge_answer(
-                &AnswerConfig::default(),
+                &gate(),
                 &relata_core::ANSWER_V1,
                 question,
                 sources,
@@ -1013,6 +1053,18 @@ mod tests {
             warnings(&j).contains(&Warning::CitationUnsupported),
             "{j:?}"
         );
+    }
+
+    #[test]
+    fn a_thing_said_to_be_itself_is_degenerate() {
+        let j = judge(
+            r#"{"answer": "Warsaw is the Warsaw [S6].", "citations": ["S6"], "found": true}"#,
+        );
+        assert_eq!(reasons(&j), [Reason::Degenerate], "{j:?}");
+        let j = judge(
+            r#"{"answer": "Warsaw is the capital of Poland [S6].", "citations": ["S6"], "found": true}"#,
+        );
+        assert_eq!(j.status(), AnswerStatus::Answered, "{j:?}");
     }
 
     #[test]
@@ -1116,7 +1168,7 @@ mod tests {
         let sources = ["Joni Mitchell has won eleven Grammy Awards."];
         let raw = r#"{"answer": "Joni Mitchell won 11 Grammy Awards [S1].", "citations": ["S1"], "found": true}"#;
         let j = judge_answer(
-            &AnswerConfig::default(),
+            &gate(),
             &relata_core::ANSWER_V1,
             "",
             &untitled(&sources),
@@ -1125,7 +1177,7 @@ mod tests {
         assert!(j.warnings.is_empty(), "{j:?}");
         let raw = r#"{"answer": "Joni Mitchell won 12 Grammy Awards [S1].", "citations": ["S1"], "found": true}"#;
         let j = judge_answer(
-            &AnswerConfig::default(),
+            &gate(),
             &relata_core::ANSWER_V1,
             "",
             &untitled(&sources),
@@ -1191,11 +1243,20 @@ mod tests {
             j.warnings.iter().any(|w| w.detail.contains("S1, S6")),
             "{j:?}"
         );
+        // A sentence marking two sources may join them; unmarked prose names no source for
+        // either half, so each sentence must stand on one source.
+        let j = judge(
+            r#"{"answer": "Marie Curie was born in Warsaw, the capital of Poland [S1, S6].", "citations": ["S1", "S6"], "found": true}"#,
+        );
+        assert!(
+            !warnings(&j).contains(&Warning::CitationUnsupported),
+            "{j:?}"
+        );
         let j = judge(
             r#"{"answer": "Marie Curie was born in Warsaw, the capital of Poland.", "citations": ["S1", "S6"], "found": true}"#,
         );
         assert!(
-            !warnings(&j).contains(&Warning::CitationUnsupported),
+            warnings(&j).contains(&Warning::CitationUnsupported),
             "{j:?}"
         );
         // At `reject` it degrades the answer.
@@ -1228,7 +1289,7 @@ mod tests {
             let raw =
                 format!(r#"{{"answer": "{answer} [S1].", "citations": ["S1"], "found": true}}"#);
             judge_answer(
-                &AnswerConfig::default(),
+                &gate(),
                 &relata_core::ANSWER_V1,
                 "",
                 &untitled(&passage),
@@ -1265,7 +1326,7 @@ mod tests {
 
     #[test]
     fn warning_checks_reject_when_set_to_reject_and_rejecting_checks_demote() {
-        let mut c = AnswerConfig::default();
+        let mut c = gate();
         let reject = CheckSetting {
             enabled: true,
             severity: Severity::Reject,
@@ -1342,16 +1403,22 @@ mod tests {
             AnswerCheck::Cited,
             AnswerCheck::Degenerate,
             AnswerCheck::Abstention,
+            AnswerCheck::CitationSupported,
         ] {
             let s = c.setting(check);
             assert!(s.enabled, "{check} is disabled by default");
             assert_eq!(s.severity, Severity::Reject, "{check} does not reject");
         }
-        for check in [
-            AnswerCheck::MarkersMatch,
-            AnswerCheck::FigureInSources,
-            AnswerCheck::CitationSupported,
-        ] {
+        // A sentence its cited source does not support degrades the answer as shipped.
+        let j = judge_answer(
+            &c,
+            &relata_core::ANSWER_V1,
+            "",
+            &untitled(&SOURCES),
+            br#"{"answer": "Pierre Curie was a French physicist [S1].", "citations": ["S1"], "found": true}"#,
+        );
+        assert_eq!(reasons(&j), [Reason::Unsupported]);
+        for check in [AnswerCheck::MarkersMatch, AnswerCheck::FigureInSources] {
             assert!(c.setting(check).enabled, "{check} is disabled by default");
         }
     }
