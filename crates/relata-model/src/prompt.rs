@@ -41,12 +41,6 @@ relata_core::closed_enum! {
         /// The default.
         #[default]
         P5 = "extract-p5",
-        /// `extract-p5` with, besides, a sentence that opens with a phrase for the name
-        /// before it ("The film stars …") shown with the name written after the phrase
-        /// ("The film 2001: A Space Odyssey stars …"), when the sentence that gave the
-        /// name says it is one ("… is a 1968 epic science fiction film"). Same contract and
-        /// schema as `extract-p4`.
-        P6 = "extract-p6",
     }
 }
 
@@ -55,7 +49,7 @@ impl ExtractPrompt {
     pub const fn contract(self) -> relata_core::Contract {
         match self {
             ExtractPrompt::P1 | ExtractPrompt::P2 | ExtractPrompt::P3 => relata_core::EXTRACT_V1,
-            ExtractPrompt::P4 | ExtractPrompt::P5 | ExtractPrompt::P6 => relata_core::EXTRACT_V2,
+            ExtractPrompt::P4 | ExtractPrompt::P5 => relata_core::EXTRACT_V2,
         }
     }
 
@@ -566,10 +560,7 @@ pub fn extract_messages(
     source: &str,
     title: Option<&str>,
 ) -> Messages {
-    if matches!(
-        prompt,
-        ExtractPrompt::P4 | ExtractPrompt::P5 | ExtractPrompt::P6
-    ) {
+    if matches!(prompt, ExtractPrompt::P4 | ExtractPrompt::P5) {
         return extract_messages_p4(prompt, dialect, source, title);
     }
     let contract = prompt.contract();
@@ -603,7 +594,7 @@ pub fn extract_messages(
              {DATA_RULE}{}",
             schema_note(dialect, &contract)
         ),
-        ExtractPrompt::P3 | ExtractPrompt::P4 | ExtractPrompt::P5 | ExtractPrompt::P6 => format!(
+        ExtractPrompt::P3 | ExtractPrompt::P4 | ExtractPrompt::P5 => format!(
             "You extract facts from a document.\n\
              \"entities\": the named entities the document mentions, each with its name exactly as written \
              in the document and a type, one of: {types}.\n\
@@ -647,9 +638,7 @@ fn extract_messages_p4(
     let sentences = p4_sentences(source);
     let names = p4_names(source, title, dialect);
     let hints = match prompt {
-        ExtractPrompt::P5 | ExtractPrompt::P6 => {
-            relata_core::referents::hints(source, title, &sentences, &names)
-        }
+        ExtractPrompt::P5 => relata_core::referents::hints(source, title, &sentences, &names),
         _ => vec![None; sentences.len()],
     };
     // One line per sentence: line breaks inside a sentence are flattened so a sentence
@@ -664,18 +653,12 @@ fn extract_messages_p4(
                 .collect::<Vec<_>>()
                 .join(" ");
             let handle = relata_core::SourceHandle::nth(k as u32 + 1);
-            // extract-p5 shows an opening "It" or "Its" as the name it stands for (p6 a
-            // phrase too), so a model that copies its sentence copies a statement that
-            // reads alone; the gate judges it against the sentence's own bytes all the same.
+            // extract-p5 shows an opening "It" or "Its" as the name it stands for, so a
+            // model that copies its sentence copies a statement that reads alone; the
+            // gate judges it against the sentence's own bytes all the same.
             let shown = hint
                 .as_deref()
-                .and_then(|name| {
-                    relata_core::referents::written_in(&flat, name).or_else(|| {
-                        (prompt == ExtractPrompt::P6)
-                            .then(|| relata_core::referents::named_phrase(&flat, name))
-                            .flatten()
-                    })
-                })
+                .and_then(|name| relata_core::referents::written_in(&flat, name))
                 .unwrap_or(flat);
             format!("{handle}: {shown}")
         })
@@ -700,12 +683,6 @@ fn extract_messages_p4(
             "A sentence that began with \"It\", \"Its\", \"They\" or \"Their\" for something named before \
              is shown with that name written in. Where a sentence still says \"he\", \"she\", \"this\" or \
              \"the film\" for something named before, write that name.",
-            "S2: The Harbor Bridge was designed by the engineer Maria Lindqvist.",
-        ),
-        ExtractPrompt::P6 => (
-            "A sentence that began with \"It\", \"Its\", \"They\" or \"Their\", or with a phrase such as \
-             \"The film\", for something named before is shown with that name written in. Where a sentence \
-             still says \"he\", \"she\", \"this\" or \"the film\" for something named before, write that name.",
             "S2: The Harbor Bridge was designed by the engineer Maria Lindqvist.",
         ),
         _ => (
@@ -1024,27 +1001,6 @@ mod tests {
                 .schema
                 .is_none()
         );
-    }
-
-    #[test]
-    fn p6_writes_a_name_into_a_phrase_and_p5_does_not() {
-        let text = "Carmen is an opera in four acts by Georges Bizet. \
-                    It is based on a novella. The opera is set in southern Spain.";
-        let p6 = extract_messages(ExtractPrompt::P6, Dialect::JsonSchema, text, Some("Carmen"));
-        let p5 = extract_messages(ExtractPrompt::P5, Dialect::JsonSchema, text, Some("Carmen"));
-        assert!(
-            p6.user.contains("\nS2: Carmen is based on a novella.\nS3: The opera Carmen is set in southern Spain.\n"),
-            "{}",
-            p6.user
-        );
-        assert!(
-            p5.user
-                .contains("\nS3: The opera is set in southern Spain.\n"),
-            "{}",
-            p5.user
-        );
-        assert_eq!(p5.schema, p6.schema);
-        assert_eq!(ExtractPrompt::P6.contract(), relata_core::EXTRACT_V2);
     }
 
     #[test]
