@@ -181,6 +181,28 @@ fn tautology(bare: &str) -> Option<String> {
         .then(|| format!("says only that {} is itself", excerpt(bare.trim(), 40)))
 }
 
+/// Prose that is a piece of its own question ("The United States" to "Who succeeded
+/// George Washington as President of the United States?"): read with the question it is
+/// supported by any source the question's names are in, and it answers nothing.
+fn echo(question: &str, bare: &str) -> Option<String> {
+    let words = |t: &str| -> Vec<String> {
+        t.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    };
+    let asked = words(question);
+    let mut said = words(bare);
+    if said
+        .first()
+        .is_some_and(|w| matches!(w.as_str(), "the" | "a" | "an"))
+    {
+        said.remove(0);
+    }
+    let inside = !said.is_empty() && asked.windows(said.len()).any(|w| w == said.as_slice());
+    inside.then(|| format!("repeats the question: {}", excerpt(bare.trim(), 40)))
+}
+
 /// Prose under the bounds of a statement: a name or a figure, not a sentence.
 fn short(bare: &str) -> bool {
     degenerate(bare, bounds::ANSWER_MIN_CHARS, bounds::ANSWER_MIN_WORDS).is_some()
@@ -692,6 +714,9 @@ impl Judge<'_> {
             if let Some(same) = tautology(&bare) {
                 return Some(same);
             }
+            if let Some(echo) = echo(answer.question, &bare) {
+                return Some(echo);
+            }
             let too_short = degenerate(&bare, bounds::ANSWER_MIN_CHARS, bounds::ANSWER_MIN_WORDS)?;
             answer.short_unsupported(bare.trim(), too_short)
         });
@@ -1053,6 +1078,27 @@ mod tests {
             warnings(&j).contains(&Warning::CitationUnsupported),
             "{j:?}"
         );
+    }
+
+    #[test]
+    fn a_piece_of_the_question_is_degenerate() {
+        let ask = |question: &str, prose: &str| {
+            let raw = format!(r#"{{"answer": "{prose}", "citations": ["S6"], "found": true}}"#);
+            judge_answer(
+                &gate(),
+                &relata_core::ANSWER_V1,
+                question,
+                &untitled(&SOURCES),
+                raw.as_bytes(),
+            )
+        };
+        let question = "Which city is the capital of Poland?";
+        let j = ask(question, "Poland [S6].");
+        assert_eq!(reasons(&j), [Reason::Degenerate], "{j:?}");
+        let j = ask(question, "The capital of Poland [S6].");
+        assert_eq!(reasons(&j), [Reason::Degenerate], "{j:?}");
+        let j = ask(question, "Warsaw [S6].");
+        assert_eq!(j.status(), AnswerStatus::Answered, "{j:?}");
     }
 
     #[test]
