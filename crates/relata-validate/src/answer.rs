@@ -185,14 +185,8 @@ fn tautology(bare: &str) -> Option<String> {
 /// George Washington as President of the United States?"): read with the question it is
 /// supported by any source the question's names are in, and it answers nothing.
 fn echo(question: &str, bare: &str) -> Option<String> {
-    let words = |t: &str| -> Vec<String> {
-        t.split(|c: char| !c.is_alphanumeric())
-            .filter(|w| !w.is_empty())
-            .map(str::to_lowercase)
-            .collect()
-    };
-    let asked = words(question);
-    let mut said = words(bare);
+    let asked: Vec<String> = words(question).collect();
+    let mut said: Vec<String> = words(bare).collect();
     if said
         .first()
         .is_some_and(|w| matches!(w.as_str(), "the" | "a" | "an"))
@@ -369,6 +363,10 @@ struct Answer<'a> {
     /// The question asked: a short answer ("Gaza City [S1].") is read with it.
     question: &'a str,
     sources: &'a [SourceText<'a>],
+    /// Each source's windows for the support check, built when first needed.
+    windows: Vec<std::cell::OnceCell<Vec<Window>>>,
+    /// One support check for the whole answer, so its word cache serves every sentence.
+    support: crate::support::Support,
     prose: &'a str,
     /// The "citations" field as written.
     cited: Vec<&'a str>,
@@ -415,6 +413,8 @@ impl<'a> Answer<'a> {
         let answer = Answer {
             question,
             sources,
+            windows: sources.iter().map(|_| std::cell::OnceCell::new()).collect(),
+            support: crate::support::Support::new(Default::default()),
             prose,
             cited,
             citations,
@@ -504,19 +504,13 @@ impl<'a> Answer<'a> {
     /// sentence of a cited source supports it: then it is an answer, not a fragment
     /// ("Gaza City [S1]." to "What is the capital of the Gaza Strip?").
     fn short_unsupported(&self, bare: &str, too_short: String) -> Option<String> {
-        let support = crate::support::Support::new(Default::default());
-        if self.citations.is_empty() || !support.has_content(self.question) {
+        if self.citations.is_empty() || !self.support.has_content(self.question) {
             return Some(too_short);
         }
-        let texts: Vec<SourceText<'_>> = self
-            .citations
-            .iter()
-            .map(|h| self.sources[h.index()])
-            .collect();
         let statement = self.read_with_question(bare);
         // Marked prose may join its marked passages; unmarked prose may not.
         let together = !self.inline.is_empty();
-        supported_by_window(&support, &statement, &texts, together)
+        self.supported_by_window(&statement, &self.citations, together)
             .err()
             .map(|why| {
                 format!("{too_short}; read with the question, no cited sentence supports it: {why}")
@@ -532,7 +526,6 @@ impl<'a> Answer<'a> {
     /// was born in Warsaw"). A sentence citing several passages may also draw on them
     /// together, as a combined answer does ("born in A [S1] and died in B [S2]").
     fn unsupported_sentences(&self) -> Option<String> {
-        let support = crate::support::Support::new(Default::default());
         let mut unsupported = Vec::new();
         // Prose with no marker at all (what small models write) is judged sentence by
         // sentence against every source it cites.
@@ -550,10 +543,9 @@ impl<'a> Answer<'a> {
             if cited.is_empty() {
                 continue;
             }
-            let texts: Vec<SourceText<'_>> =
-                cited.iter().map(|h| self.sources[h.index()]).collect();
+            let handles: Vec<SourceHandle> = cited.iter().copied().collect();
             let statement = self.read_with_question(bare.trim());
-            if let Err(why) = supported_by_window(&support, &statement, &texts, !unmarked) {
+            if let Err(why) = self.supported_by_window(&statement, &handles, !unmarked) {
                 let shown: Vec<String> = cited.iter().map(|h| h.to_string()).collect();
                 unsupported.push(format!(
                     "{} not supported by {}: {why}",
@@ -564,63 +556,90 @@ impl<'a> Answer<'a> {
         }
         (!unsupported.is_empty()).then(|| unsupported.join("; "))
     }
-}
 
-/// Whether some window of the passages supports `statement`: one sentence of a passage,
-/// two adjacent sentences, or, when the statement's own markers cite several passages
-/// (`together`), all of them together. Prose with no marker names no passage for any of
-/// its parts, so each of its sentences must stand on one passage. A window
-/// whose first sentence refers back ("Its capital and largest city is Gaza City.") is read
-/// with its document's title as the thing referred to, as the model read it. `Err` holds
-/// why the window sharing most of the statement's words does not.
-fn supported_by_window(
-    support: &crate::support::Support,
-    statement: &str,
-    passages: &[SourceText<'_>],
-    together: bool,
-) -> Result<(), String> {
-    let mut windows: Vec<(String, Vec<String>)> = Vec::new();
-    for source in passages {
-        let sentences = relata_core::sentences::split(source.text, 1, 1, usize::MAX);
-        for (k, s) in sentences.iter().enumerate() {
-            let context: Vec<String> = source
-                .title
-                .filter(|_| crate::clause::read(s).refers_back())
-                .map(|t| vec![bare_title(t).to_owned()])
-                .unwrap_or_default();
-            windows.push(((*s).to_owned(), context.clone()));
-            if let Some(next) = sentences.get(k + 1) {
-                windows.push((format!("{s} {next}"), context));
-            }
-        }
-    }
-    if together && passages.len() > 1 {
-        let joined: Vec<&str> = passages.iter().map(|p| p.text).collect();
-        windows.push((joined.join("\n"), Vec::new()));
-    }
-    let said = word_set(statement);
-    let mut best: Option<(usize, String)> = None;
-    for (window, context) in &windows {
-        let claim = crate::support::ClaimText {
-            statement,
-            quote: window,
-            context,
-            referent_required: false,
-        };
-        match support.unsupported(claim) {
-            Ok(_) => return Ok(()),
-            Err(why) => {
-                let shared = word_set(window).intersection(&said).count();
-                if best.as_ref().is_none_or(|(n, _)| shared > *n) {
-                    best = Some((shared, why));
+    /// Whether some window of the `cited` passages supports `statement`: one sentence of
+    /// a passage, two adjacent sentences, or, when the statement's own markers cite
+    /// several passages (`together`), all of them together. Prose with no marker names no
+    /// passage for any of its parts, so each of its sentences must stand on one passage.
+    /// `Err` holds why the window sharing most of the statement's words does not.
+    fn supported_by_window(
+        &self,
+        statement: &str,
+        cited: &[SourceHandle],
+        together: bool,
+    ) -> Result<(), String> {
+        let joined = (together && cited.len() > 1).then(|| Window {
+            text: cited
+                .iter()
+                .map(|h| self.sources[h.index()].text)
+                .collect::<Vec<_>>()
+                .join("\n"),
+            context: Vec::new(),
+        });
+        let windows = cited
+            .iter()
+            .flat_map(|h| self.windows_of(*h))
+            .chain(joined.as_ref());
+        let said: BTreeSet<String> = words(statement).collect();
+        let mut best: Option<(usize, String)> = None;
+        for window in windows {
+            let claim = crate::support::ClaimText {
+                statement,
+                quote: &window.text,
+                context: &window.context,
+                referent_required: false,
+            };
+            match self.support.unsupported(claim) {
+                Ok(_) => return Ok(()),
+                Err(why) => {
+                    let shared = words(&window.text).filter(|w| said.contains(w)).count();
+                    if best.as_ref().is_none_or(|(n, _)| shared > *n) {
+                        best = Some((shared, why));
+                    }
                 }
             }
         }
+        Err(best.map_or_else(
+            || "the cited sources hold no sentence".to_owned(),
+            |(_, why)| why,
+        ))
     }
-    Err(best.map_or_else(
-        || "the cited sources hold no sentence".to_owned(),
-        |(_, why)| why,
-    ))
+
+    /// The windows of source `h`: each sentence, and each with the one after it. A window
+    /// whose first sentence refers back ("Its capital and largest city is Gaza City.") is
+    /// read with its document's title as the thing referred to, as the model read it.
+    fn windows_of(&self, h: SourceHandle) -> &[Window] {
+        self.windows[h.index()].get_or_init(|| {
+            let source = self.sources[h.index()];
+            let sentences = relata_core::sentences::split(source.text, 1, 1, usize::MAX);
+            let mut out = Vec::with_capacity(2 * sentences.len());
+            for (k, s) in sentences.iter().enumerate() {
+                let context: Vec<String> = source
+                    .title
+                    .filter(|_| crate::clause::read(s).refers_back())
+                    .map(|t| vec![bare_title(t).to_owned()])
+                    .unwrap_or_default();
+                out.push(Window {
+                    text: (*s).to_owned(),
+                    context: context.clone(),
+                });
+                if let Some(next) = sentences.get(k + 1) {
+                    out.push(Window {
+                        text: format!("{s} {next}"),
+                        context,
+                    });
+                }
+            }
+            out
+        })
+    }
+}
+
+/// A stretch of a passage the support check reads a sentence against, with what its
+/// opening refers to.
+struct Window {
+    text: String,
+    context: Vec<String>,
 }
 
 /// A document title without its disambiguation ("Mirror (1975 film)" → "Mirror").
@@ -631,12 +650,11 @@ fn bare_title(title: &str) -> &str {
     }
 }
 
-/// The lowercased words of `text`, to rank windows by what they share with a statement.
-fn word_set(text: &str) -> BTreeSet<String> {
+/// The lowercased runs of letters and digits of `text`.
+fn words(text: &str) -> impl Iterator<Item = String> + '_ {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
-        .collect()
 }
 
 /// Runs the configurable checks and collects everything they found.
@@ -810,14 +828,19 @@ mod tests {
         texts.iter().map(|t| SourceText::untitled(t)).collect()
     }
 
-    fn judge(raw: &str) -> AnswerJudgement {
+    /// `raw` judged as the answer to `question` over [`SOURCES`].
+    fn asked(question: &str, raw: &str) -> AnswerJudgement {
         judge_answer(
             &gate(),
             &relata_core::ANSWER_V1,
-            "",
+            question,
             &untitled(&SOURCES),
             raw.as_bytes(),
         )
+    }
+
+    fn judge(raw: &str) -> AnswerJudgement {
+        asked("", raw)
     }
 
     #[test]
@@ -986,13 +1009,9 @@ mod tests {
     #[test]
     fn a_short_answer_is_read_with_its_question() {
         let ask = |question: &str, prose: &str, cite: &str| {
-            let raw = format!(r#"{{"answer": "{prose}", "citations": [{cite}], "found": true}}"#);
-            judge_answer(
-                &gate(),
-                &relata_core::ANSWER_V1,
+            asked(
                 question,
-                &untitled(&SOURCES),
-                raw.as_bytes(),
+                &format!(r#"{{"answer": "{prose}", "citations": [{cite}], "found": true}}"#),
             )
         };
         // A name that answers the question from the sentence cited.
@@ -1083,13 +1102,9 @@ mod tests {
     #[test]
     fn a_piece_of_the_question_is_degenerate() {
         let ask = |question: &str, prose: &str| {
-            let raw = format!(r#"{{"answer": "{prose}", "citations": ["S6"], "found": true}}"#);
-            judge_answer(
-                &gate(),
-                &relata_core::ANSWER_V1,
+            asked(
                 question,
-                &untitled(&SOURCES),
-                raw.as_bytes(),
+                &format!(r#"{{"answer": "{prose}", "citations": ["S6"], "found": true}}"#),
             )
         };
         let question = "Which city is the capital of Poland?";
