@@ -79,6 +79,9 @@ pub struct Source {
     pub text: String,
     pub start: usize,
     pub end: usize,
+    /// `false` for a source the question's words did not find, shown because a claim in
+    /// it contradicts a claim in a retrieved one (see [`CONTRADICTING_SOURCES`]).
+    pub retrieved: bool,
     pub claims: Vec<SourceClaim>,
 }
 
@@ -101,6 +104,12 @@ pub struct Caveat {
     pub reason: &'static str,
     pub detail: String,
 }
+
+/// Most sources shown beyond the retrieved ones because they contradict them: a stored
+/// `contradicts` relation between a claim of a retrieved passage and a claim elsewhere
+/// brings that claim's passage in, so the other side of a disagreement is shown (to the
+/// person asking and to the model) even when the question's words did not find it.
+pub const CONTRADICTING_SOURCES: usize = 2;
 
 /// The `reason` of the caveat that says nothing was retrieved.
 pub const NO_SOURCES: &str = "no_sources";
@@ -201,6 +210,7 @@ impl Answerer {
             altered,
             contradictions,
             unmentioned,
+            retrieved,
         } = self.retrieve(question, k).await?;
 
         let mut out = Answer {
@@ -212,7 +222,7 @@ impl Answerer {
             sources: sources
                 .iter()
                 .enumerate()
-                .map(|(i, (p, c))| source_out(i, p, c))
+                .map(|(i, (p, c))| source_out(i, i < retrieved, p, c))
                 .collect(),
             contradictions,
             caveats: Vec::new(),
@@ -246,9 +256,15 @@ impl Answerer {
     /// it, the claims whose quotes no longer do, the contradictions among them, and what
     /// the question names that none mentions.
     async fn retrieve(&self, question: &str, k: usize) -> Result<Retrieved, AskError> {
-        let passages = self.store.retrieve_passages(question, k).await?;
+        let mut passages = self.store.retrieve_passages(question, k).await?;
         // Only read when a passage was found (otherwise every name is unmentioned).
         let unmentioned = crate::answerability::unmentioned_in(question, &passages);
+        let retrieved = passages.len();
+        let other_side = self
+            .store
+            .contradicting_passages(&self.classify_fingerprint, &passages, CONTRADICTING_SOURCES)
+            .await?;
+        passages.extend(other_side);
         let claims = self.store.attach_claims(&passages).await?;
         let contradictions = self
             .store
@@ -278,6 +294,7 @@ impl Answerer {
             altered,
             contradictions,
             unmentioned,
+            retrieved,
         })
     }
 
@@ -425,6 +442,9 @@ struct Retrieved {
     contradictions: Vec<ContradictionOut>,
     /// What the question names that no passage mentions.
     unmentioned: Vec<String>,
+    /// How many of `sources`, from the first, the question found; the rest were brought
+    /// in by a contradiction.
+    retrieved: usize,
 }
 
 /// What asking the model leaves for the record besides the answer: why it was degraded,
@@ -492,7 +512,7 @@ fn handle(i: usize) -> String {
     SourceHandle::nth(i as u32 + 1).to_string()
 }
 
-fn source_out(i: usize, p: &Passage, claims: &[AttachedClaim]) -> Source {
+fn source_out(i: usize, retrieved: bool, p: &Passage, claims: &[AttachedClaim]) -> Source {
     Source {
         handle: handle(i),
         document_id: p.document_id,
@@ -500,6 +520,7 @@ fn source_out(i: usize, p: &Passage, claims: &[AttachedClaim]) -> Source {
         text: p.text.clone(),
         start: p.start,
         end: p.end,
+        retrieved,
         claims: claims
             .iter()
             .map(|c| SourceClaim {

@@ -25,7 +25,10 @@
 //! stored `contradicts` relation of the current classify version between claims whose
 //! quotes lie in the sources, on every outcome — including those still waiting for
 //! review, marked `pending_review`, because a warning waiting for a person must never be
-//! hidden from the person asking. Rejected and denied ones are left out.
+//! hidden from the person asking. Rejected and denied ones are left out. A claim outside
+//! the retrieved passages that contradicts one inside them brings its passage in as an
+//! extra source (at most [`CONTRADICTING_SOURCES`], `retrieved: false`), and a relation
+//! between claims that entity resolution now keeps apart is neither listed nor followed.
 //!
 //! Every answer is recorded (`answers`): the question, the sources and their claim ids in
 //! handle order, the outcome and its reasons, and the model call's provenance.
@@ -42,7 +45,7 @@ mod metrics;
 pub mod server;
 
 pub use answer::{
-    Answer, Answerer, AskError, Caveat, ContradictionOut, MAX_QUESTION_BYTES, NO_SOURCES,
-    SOURCE_ALTERED, Source, SourceClaim, check_request,
+    Answer, Answerer, AskError, CONTRADICTING_SOURCES, Caveat, ContradictionOut,
+    MAX_QUESTION_BYTES, NO_SOURCES, SOURCE_ALTERED, Source, SourceClaim, check_request,
 };
 pub use metrics::{AnswerChecksConfigured, AnswerMetrics};

@@ -92,7 +92,13 @@ fn print_human(a: &Answer) -> Result<()> {
             outln!("{}", a.answer.as_deref().unwrap_or_default())?;
             outln!("")?;
             outln!("Sources:")?;
-            for s in a.sources.iter().filter(|s| a.citations.contains(&s.handle)) {
+            // The cited sources, and any brought in by a contradiction: the other side of
+            // what the answer stands on is shown even when the answer does not cite it.
+            for s in a
+                .sources
+                .iter()
+                .filter(|s| a.citations.contains(&s.handle) || !s.retrieved)
+            {
                 print_source(s)?;
             }
         }
@@ -148,8 +154,13 @@ fn print_human(a: &Answer) -> Result<()> {
 fn print_source(s: &relata_answer::Source) -> Result<()> {
     const SHOWN: usize = 300;
     let title = s.title.as_deref().unwrap_or("(untitled)");
+    let brought = if s.retrieved {
+        ""
+    } else {
+        "; not found by the question: it contradicts a source that was"
+    };
     outln!(
-        "  [{}] {} (document {}, bytes {}..{})",
+        "  [{}] {} (document {}, bytes {}..{}{brought})",
         s.handle,
         title,
         s.document_id,

@@ -198,6 +198,17 @@ FUNCTION relata_entity_sha256(e entities) RETURNS text LANGUAGE sql STABLE AS $$
                e.name_normalized, e.entity_type)::text, 'UTF8')), 'hex')
 $$
 
+FUNCTION relata_kept_apart(claim_a bigint, claim_b bigint) RETURNS boolean LANGUAGE sql STABLE AS $$
+    SELECT EXISTS (
+        SELECT 1
+          FROM claims ca
+          JOIN entity_resolutions ra ON ra.entity_id = ca.entity_id
+          JOIN claims cb ON cb.id = claim_b
+          JOIN entity_resolutions rb ON rb.entity_id = cb.entity_id
+         WHERE ca.id = claim_a
+           AND ra.canonical_id <> rb.canonical_id)
+$$
+
 FUNCTION relata_promoted(kind text, id bigint) RETURNS boolean LANGUAGE sql STABLE AS $$
     SELECT relata_candidate_state(kind, id) = 'promoted'
 $$

@@ -186,6 +186,34 @@ fn narrow(text: &str, words: &[String]) -> (usize, usize) {
     best.1
 }
 
+/// The span of `text` (a chunk) to show for a claim whose quote is at `qs..qe` of it: all
+/// of it when it fits [`PASSAGE_MAX_BYTES`], else the sentences holding the quote and as
+/// many neighbours, after then before, as the bound leaves room for.
+fn around(text: &str, qs: usize, qe: usize) -> (usize, usize) {
+    if text.len() <= PASSAGE_MAX_BYTES {
+        return (0, text.len());
+    }
+    let spans = relata_core::sentences::spans(text, 1, 1, text.len());
+    let holding: Vec<usize> = (0..spans.len())
+        .filter(|&i| spans[i].0 < qe && qs < spans[i].1)
+        .collect();
+    let (Some(&first), Some(&last)) = (holding.first(), holding.last()) else {
+        return (qs, qe);
+    };
+    let (mut lo, mut hi) = (first, last);
+    let fits = |lo: usize, hi: usize| spans[hi].1 - spans[lo].0 <= PASSAGE_MAX_BYTES;
+    loop {
+        if hi + 1 < spans.len() && fits(lo, hi + 1) {
+            hi += 1;
+        } else if lo > 0 && fits(lo - 1, hi) {
+            lo -= 1;
+        } else {
+            break;
+        }
+    }
+    (spans[lo].0.min(qs), spans[hi].1.max(qe))
+}
+
 /// Passages as the parallel arrays `unnest` takes: index, revision, start, end.
 type PassageArrays = (Vec<i32>, Vec<i64>, Vec<i32>, Vec<i32>);
 
@@ -331,6 +359,7 @@ impl Store {
                JOIN held hb ON hb.claim_id = x.claim_b
               WHERE x.relation = 'contradicts' AND x.task_version_fingerprint = $1
                 AND relata_candidate_state('relation', x.id) NOT IN ('rejected', 'denied')
+                AND NOT relata_kept_apart(x.claim_a, x.claim_b)
               ORDER BY x.id",
         )
         .bind(classify_fingerprint)
@@ -351,6 +380,100 @@ impl Store {
                 })
             })
             .collect()
+    }
+
+    /// Passages, beyond `passages`, that hold a claim contradicting one of theirs: for
+    /// each stored `contradicts` relation of the classify version `classify_fingerprint`
+    /// (not rejected or denied) between a claim inside `passages` and one outside them,
+    /// the other claim's chunk in its document's current revision, shown around its quote.
+    /// At most `limit`, one per chunk, by relation id.
+    ///
+    /// A contradiction is between two claims about one thing: retrieval finds the passages
+    /// that match the question's words, and this brings the other side of what they say,
+    /// so neither the person asking nor the model sees one side only. Like
+    /// [`Store::contradictions`] it follows the canonical entity: a relation whose claims
+    /// are about entities resolution now keeps apart (a join a person undid) is left out.
+    pub async fn contradicting_passages(
+        &self,
+        classify_fingerprint: &str,
+        passages: &[Passage],
+        limit: usize,
+    ) -> Result<Vec<Passage>> {
+        if passages.is_empty() || limit == 0 {
+            return Ok(Vec::new());
+        }
+        let (idx, revs, starts, ends) = passage_arrays(passages)?;
+        let rows = sqlx::query(
+            "WITH p AS (
+                 SELECT * FROM unnest($2::int[], $3::bigint[], $4::int[], $5::int[])
+                          AS p(idx, revision_id, start_byte, end_byte)),
+             held AS (
+                 SELECT DISTINCT cl.id AS claim_id
+                   FROM p
+                   JOIN claims cl ON cl.revision_id = p.revision_id
+                                 AND cl.quote_start >= p.start_byte
+                                 AND cl.quote_end <= p.end_byte
+                  WHERE relata_candidate_state('claim', cl.id) NOT IN ('rejected', 'denied'))
+             SELECT ch.id, ch.document_id, ch.revision_id, ch.start_byte, ch.text, d.title,
+                    o.quote_start, o.quote_end
+               FROM claim_relations x
+               JOIN held h ON h.claim_id IN (x.claim_a, x.claim_b)
+               JOIN claims o ON o.id = CASE WHEN h.claim_id = x.claim_a
+                                            THEN x.claim_b ELSE x.claim_a END
+               JOIN documents d ON d.id = o.document_id AND d.current_revision_id = o.revision_id
+               JOIN chunks ch ON ch.id = o.chunk_id
+              WHERE x.relation = 'contradicts' AND x.task_version_fingerprint = $1
+                AND relata_candidate_state('relation', x.id) NOT IN ('rejected', 'denied')
+                AND relata_candidate_state('claim', o.id) NOT IN ('rejected', 'denied')
+                AND o.id NOT IN (SELECT claim_id FROM held)
+                AND NOT relata_kept_apart(x.claim_a, x.claim_b)
+              ORDER BY x.id
+              LIMIT $6",
+        )
+        .bind(classify_fingerprint)
+        .bind(&idx)
+        .bind(&revs)
+        .bind(&starts)
+        .bind(&ends)
+        // Enough rows to find `limit` distinct chunks without reading a hub's every
+        // relation.
+        .bind(i64::try_from(limit.saturating_mul(8)).unwrap_or(i64::MAX))
+        .fetch_all(&self.pool)
+        .await?;
+        let mut out: Vec<Passage> = Vec::new();
+        for r in rows {
+            let chunk_id: i64 = r.try_get("id")?;
+            if out.len() == limit || out.iter().any(|p| p.chunk_id == chunk_id) {
+                continue;
+            }
+            let chunk_start = to_usize(r.try_get("start_byte")?, "chunk start")?;
+            let text: String = r.try_get("text")?;
+            let quote = |column| -> Result<usize> {
+                let at = to_usize(r.try_get(column)?, "quote offset")?;
+                at.checked_sub(chunk_start)
+                    .filter(|&at| at <= text.len())
+                    .ok_or_else(|| {
+                        StoreError::Invariant(format!(
+                            "chunk {chunk_id} does not hold its claim's quote offset {at}"
+                        ))
+                    })
+            };
+            let (s, e) = around(&text, quote("quote_start")?, quote("quote_end")?);
+            let Some(shown) = text.get(s..e) else {
+                continue;
+            };
+            out.push(Passage {
+                chunk_id,
+                document_id: r.try_get("document_id")?,
+                revision_id: r.try_get("revision_id")?,
+                title: r.try_get("title")?,
+                text: shown.to_owned(),
+                start: chunk_start + s,
+                end: chunk_start + e,
+                rank: 0.0,
+            });
+        }
+        Ok(out)
     }
 
     /// Record one answer; returns its id.
@@ -438,5 +561,28 @@ mod tests {
         assert!(e - s <= PASSAGE_MAX_BYTES);
         assert!(text[s..e].contains("Marie Curie was born in Warsaw."));
         assert!(text.is_char_boundary(s) && text.is_char_boundary(e));
+    }
+
+    #[test]
+    fn a_claim_in_a_long_chunk_is_shown_with_its_neighbours_within_the_bound() {
+        assert_eq!(around("Paris is in France.", 0, 5), (0, 19));
+        // Distinct sentences: the splitter drops repeats.
+        let filler: String = (10..50)
+            .map(|i| format!("Nothing of interest is said in sentence {i} at all. "))
+            .collect();
+        for text in [
+            format!("{filler}Marie Curie was born in Warsaw. {filler}"),
+            format!("Marie Curie was born in Warsaw. {filler}"),
+            format!("{filler}Marie Curie was born in Warsaw."),
+        ] {
+            let qs = text.find("born in Warsaw").unwrap();
+            let qe = qs + "born in Warsaw".len();
+            let (s, e) = around(&text, qs, qe);
+            assert!(s <= qs && qe <= e, "{s}..{e} must hold {qs}..{qe}");
+            assert!(e - s <= PASSAGE_MAX_BYTES, "{}", e - s);
+            // Neighbours fill the bound: less than one filler sentence is left over.
+            assert!(e - s + 50 > PASSAGE_MAX_BYTES, "{}", e - s);
+            assert!(text.is_char_boundary(s) && text.is_char_boundary(e));
+        }
     }
 }

@@ -406,3 +406,96 @@ async fn contradictions_are_of_the_current_classify_version_and_pending_ones_are
             .is_empty()
     );
 }
+
+/// The mention a claim is about.
+async fn entity_of(s: &Store, claim: i64) -> i64 {
+    sqlx::query_scalar("SELECT entity_id FROM claims WHERE id = $1")
+        .bind(claim)
+        .fetch_one(s.pool())
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_contradiction_brings_its_other_side_while_resolution_keeps_it_one_thing() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let v = classify_version();
+    let fp = v.fingerprint();
+    let (a, _) = clean_claim(s, "d1").await;
+    let (b, origin_b) = clean_claim(s, "d2").await;
+    all_contradict(s, &origin_b, b, &v).await;
+    let (c, origin_c) = clean_claim(s, "d3").await;
+    all_contradict(s, &origin_c, c, &v).await;
+    s.promote_pending(&Policy::shipped(), Sweep::batch(100))
+        .await
+        .unwrap();
+    // A person rejected d3's contradiction of d1; d2's waits for review.
+    s.review_decide(
+        &[relation(relation_between(s, a, c).await)],
+        Decision::Reject,
+        &ada(),
+        Some("different offices"),
+        &via(),
+    )
+    .await
+    .unwrap();
+    s.resolve_entities().await.unwrap();
+
+    // The question's words find d1 only.
+    let found = s.retrieve_passages("d1", 8).await.unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(s.contradictions(&fp, &found).await.unwrap().is_empty());
+    let other = s.contradicting_passages(&fp, &found, 2).await.unwrap();
+    let titles: Vec<_> = other.iter().map(|p| p.title.as_deref()).collect();
+    assert_eq!(titles, [Some("d2")], "the rejected relation brings nothing");
+    assert_eq!(
+        document_bytes(s, other[0].document_id, other[0].start, other[0].end).await,
+        other[0].text.as_bytes(),
+        "a brought passage is its document's own bytes"
+    );
+    let both: Vec<Passage> = found.iter().chain(&other).cloned().collect();
+    let listed = s.contradictions(&fp, &both).await.unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|x| (x.passage_a.min(x.passage_b), x.passage_a.max(x.passage_b)))
+            .collect::<Vec<_>>(),
+        [(0, 1)],
+        "{listed:?}"
+    );
+    assert!(listed[0].pending_review, "{listed:?}");
+    // Given d2 too, d2's own contradiction (with d3, waiting for review) is the one to
+    // bring; nothing is left once every side is shown, or when nothing may be brought.
+    let next = s.contradicting_passages(&fp, &both, 2).await.unwrap();
+    let titles: Vec<_> = next.iter().map(|p| p.title.as_deref()).collect();
+    assert_eq!(titles, [Some("d3")]);
+    let all: Vec<Passage> = both.iter().chain(&next).cloned().collect();
+    assert!(
+        s.contradicting_passages(&fp, &all, 2)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        s.contradicting_passages(&fp, &found, 0)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // A person undoes the join of the two mentions: their claims are about two things, so
+    // the relation made while they were one is no longer a contradiction to serve.
+    let (ea, eb) = (entity_of(s, a).await, entity_of(s, b).await);
+    s.separate_entities(eb, ea, "Ada Lovelace", "two companies called Beta Inc")
+        .await
+        .unwrap();
+    s.resolve_entities().await.unwrap();
+    assert!(
+        s.contradicting_passages(&fp, &found, 2)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(s.contradictions(&fp, &both).await.unwrap().is_empty());
+}
