@@ -39,7 +39,7 @@ fn options() -> FakeOptions {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_alias_the_text_gives_pairs_claims_across_documents() {
-    let env = Env::new(options(), vec![]).await;
+    let mut env = Env::new(options(), vec![]).await;
     let first = env.write_doc("alpha.txt", ALIAS);
     // One document at a time, so the second is resolved against the first.
     let extract = env.spawn_worker(Task::Extract);
@@ -104,6 +104,60 @@ async fn an_alias_the_text_gives_pairs_claims_across_documents() {
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(summary["changed"], 0, "{summary}");
     drop((extract, classify));
+
+    // A person undoes the join of the later "Alphaco", then makes it again: each decision
+    // in a reviewer's name, the later one holding, and `list` says who and why.
+    let mentions = entities[0]["mentions"].as_array().unwrap();
+    let id = |k: usize| mentions[k]["entity_id"].as_i64().unwrap().to_string();
+    let (first, later) = (id(0), id(2));
+    let refused = env.relata(&[
+        "entities",
+        "join",
+        &later,
+        "--to",
+        &first,
+        "--by",
+        "Ada Lovelace",
+        "--note",
+        "one",
+    ]);
+    assert_eq!(refused.status.code(), Some(2), "no reviewer is configured");
+    env.set("RELATA_REVIEWERS", "Ada Lovelace");
+    for (what, flag, note, apart) in [
+        ("separate", "--from", "another company", true),
+        ("join", "--to", "the same company, renamed", false),
+    ] {
+        let out = env.relata(&[
+            "entities",
+            what,
+            &later,
+            flag,
+            &first,
+            "--by",
+            "Ada Lovelace",
+            "--note",
+            note,
+        ]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = env.relata(&["entities", "list", "--json"]);
+        let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(
+            listed.as_array().unwrap().len(),
+            if apart { 2 } else { 1 },
+            "{listed}"
+        );
+    }
+    let out = env.relata(&["entities", "list", "--name", "alphaco"]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("by Ada Lovelace: \"the same company, renamed\""),
+        "{shown}"
+    );
 }
 
 /// `relata entities list --json` once `n` mentions are resolved (within a minute).

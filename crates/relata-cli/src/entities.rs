@@ -33,6 +33,22 @@ pub enum EntitiesCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Join what no rule joins (two types, a nickname, a name the text never links):
+    /// record, in a reviewer's name, that two mentions are one thing, then re-resolve.
+    /// Undone by `separate` (the later decision holds).
+    Join {
+        /// The mention (an entity row id, as `relata entities list` shows it).
+        entity: i64,
+        /// The mention it is the same thing as.
+        #[arg(long)]
+        to: i64,
+        /// The reviewer: a name from `[review] reviewers` / RELATA_REVIEWERS.
+        #[arg(long)]
+        by: String,
+        /// Why they are one thing (the evidence a reader can check).
+        #[arg(long)]
+        note: String,
+    },
     /// Undo a join: record, in a reviewer's name, that two mentions are not one thing,
     /// then re-resolve. Claims of the mention follow it; no row is removed.
     Separate {
@@ -59,28 +75,49 @@ pub async fn run(config: &Config, cmd: EntitiesCommand) -> Result<u8> {
             json,
         } => list(config, name.as_deref(), joined, limit, json).await,
         EntitiesCommand::Resolve { json } => resolve(config, json).await,
+        EntitiesCommand::Join {
+            entity,
+            to,
+            by,
+            note,
+        } => {
+            let reviewer = reviewer(config, &by, &note, "join")?;
+            let store = store(config).await?;
+            store
+                .join_entities(entity, to, &reviewer, &note)
+                .await
+                .context("recording the join")?;
+            eprintln!("entity {entity} is joined to entity {to}; re-resolving");
+            resolve(config, false).await
+        }
         EntitiesCommand::Separate {
             entity,
             from,
             by,
             note,
         } => {
-            let reviewer = config
-                .reviewers()?
-                .get(&by)
-                .map_err(|e| anyhow::anyhow!("--by: {e}"))?;
-            if note.trim().is_empty() {
-                anyhow::bail!("--note: a separation must say why");
-            }
+            let reviewer = reviewer(config, &by, &note, "separation")?;
             let store = store(config).await?;
             store
-                .separate_entities(entity, from, reviewer.name(), &note)
+                .separate_entities(entity, from, &reviewer, &note)
                 .await
                 .context("recording the separation")?;
             eprintln!("entity {entity} is kept apart from entity {from}; re-resolving");
             resolve(config, false).await
         }
     }
+}
+
+/// The reviewer `by` names, from the configured list, for a decision that says why.
+fn reviewer(config: &Config, by: &str, note: &str, what: &str) -> Result<String> {
+    let reviewer = config
+        .reviewers()?
+        .get(by)
+        .map_err(|e| anyhow::anyhow!("--by: {e}"))?;
+    if note.trim().is_empty() {
+        anyhow::bail!("--note: a {what} must say why");
+    }
+    Ok(reviewer.name().to_owned())
 }
 
 async fn resolve(config: &Config, json: bool) -> Result<u8> {
@@ -151,6 +188,15 @@ async fn list(
         for m in &e.mentions {
             let why = match (m.rule, &m.evidence, m.joined_to) {
                 (Resolution::First, _, _) => "first mention".to_owned(),
+                (Resolution::Person, _, to) => match &m.decided_by {
+                    Some(d) => format!(
+                        "joined with {} by {}: {:?}",
+                        to.map_or_else(String::new, |t| t.to_string()),
+                        d.reviewer,
+                        d.reason
+                    ),
+                    None => "joined by a person".to_owned(),
+                },
                 (rule, Some(ev), Some(to)) => {
                     format!("{} with {to}: {:?}", rule.as_str(), ev.quote)
                 }

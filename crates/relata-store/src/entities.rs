@@ -3,8 +3,13 @@
 //! id of its first mention, with the rule, the mention joined through and the text's own
 //! bytes where the text gives the join. Nothing here asks a model.
 //!
+//! People decide what the rules cannot: [`Store::join_entities`] records that two
+//! mentions are one thing (across types, a nickname), [`Store::separate_entities`] that
+//! they are not (a homonym a rule joined); for one pair, the later decision holds, and a
+//! separation wins over the joins that would still put the pair in one cluster.
+//!
 //! [`Store::resolve_entities`] recomputes the whole mapping from the mentions, the
-//! revisions' text and the separations people recorded, and writes only the rows that
+//! revisions' text and the decisions people recorded, and writes only the rows that
 //! changed, so running it again changes nothing and a rule change is a backfill.
 //! [`Store::resolve_new_entities`] is the cheap step beside the commits (a worker's
 //! promoter takes it): it resolves the mentions that have no row yet against the store,
@@ -37,6 +42,8 @@ closed_enum! {
         SameName = "same_name",
         AliasInText = "alias_in_text",
         ShortName = "short_name",
+        /// A named person joined it (`entity_joins`).
+        Person = "person",
     }
 }
 
@@ -46,6 +53,7 @@ impl Resolution {
             JoinRule::SameName => Resolution::SameName,
             JoinRule::AliasInText => Resolution::AliasInText,
             JoinRule::ShortName => Resolution::ShortName,
+            JoinRule::Person => Resolution::Person,
         }
     }
 }
@@ -74,7 +82,16 @@ pub struct ResolvedMention {
     pub joined_to: Option<i64>,
     /// The revision's own bytes that give the join, with their UTF-8 byte offsets.
     pub evidence: Option<Evidence>,
+    /// Who joined it and why, when a person did (`rule` is `person`).
+    pub decided_by: Option<PersonDecision>,
     pub claims: i64,
+}
+
+/// A person's recorded join.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PersonDecision {
+    pub reviewer: String,
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -164,10 +181,11 @@ impl Store {
             .await?;
         let mentions = loaded(&rows)?;
         let texts = revision_texts(&mut tx, &mentions).await?;
-        let apart = separations(&mut tx).await?;
+        let decided = decisions(&mut tx).await?;
         let as_mentions: Vec<Mention> = mentions.iter().map(Loaded::mention).collect();
-        let found = joins(&as_mentions, |doc| texts.get(doc).map(String::as_str));
-        let (kept, kept_apart) = respect_separations(&mentions, found, &apart);
+        let mut found = joins(&as_mentions, |doc| texts.get(doc).map(String::as_str));
+        found.extend(person_joins(&mentions, &decided.together));
+        let (kept, kept_apart) = respect_separations(&mentions, found, &decided.apart);
         let placements = place(&mentions, &kept, &texts);
         let changed = write(&mut tx, mentions.iter().zip(&placements)).await?;
         tx.commit().await?;
@@ -247,10 +265,11 @@ impl Store {
         let known = known_placements(&mut tx, &near).await?;
         // Only the new mentions' own revisions can give an in-text join.
         let texts = revision_texts(&mut tx, &fresh).await?;
-        let apart = separations(&mut tx).await?;
+        let decided = decisions(&mut tx).await?;
         let as_mentions: Vec<Mention> = near.iter().map(Loaded::mention).collect();
-        let found = joins(&as_mentions, |doc| texts.get(doc).map(String::as_str));
-        let (kept, _) = respect_separations(&near, found, &apart);
+        let mut found = joins(&as_mentions, |doc| texts.get(doc).map(String::as_str));
+        found.extend(person_joins(&near, &decided.together));
+        let (kept, _) = respect_separations(&near, found, &decided.apart);
         let placements = attach(&near, &kept, &texts, &known);
         let changed = write(
             &mut tx,
@@ -272,37 +291,74 @@ impl Store {
         reviewer: &str,
         reason: &str,
     ) -> Result<()> {
-        if entity_id == apart_from {
+        self.decide(Decided::Apart, entity_id, apart_from, reviewer, reason)
+            .await
+    }
+
+    /// Record that two mentions are one thing though no rule joins them (another type, a
+    /// nickname): a person's join. Takes effect at the next [`Store::resolve_entities`];
+    /// for one pair of mentions, the later of a join and a separation holds.
+    pub async fn join_entities(
+        &self,
+        entity_id: i64,
+        joined_to: i64,
+        reviewer: &str,
+        reason: &str,
+    ) -> Result<()> {
+        self.decide(Decided::Together, entity_id, joined_to, reviewer, reason)
+            .await
+    }
+
+    async fn decide(
+        &self,
+        decided: Decided,
+        entity_id: i64,
+        other: i64,
+        reviewer: &str,
+        reason: &str,
+    ) -> Result<()> {
+        let what = match decided {
+            Decided::Apart => "separation",
+            Decided::Together => "join",
+        };
+        if entity_id == other {
             return Err(StoreError::InvalidInput(format!(
-                "entity {entity_id} cannot be kept apart from itself"
+                "a {what} needs two entities, and {entity_id} is given twice"
             )));
         }
-        for (what, text) in [("reviewer", reviewer), ("reason", reason)] {
+        for (field, text) in [("reviewer", reviewer), ("reason", reason)] {
             if text.trim().is_empty() {
                 return Err(StoreError::InvalidInput(format!(
-                    "a separation needs a {what}"
+                    "a {what} needs a {field}"
                 )));
             }
         }
         let known: Vec<i64> = sqlx::query_scalar("SELECT id FROM entities WHERE id = ANY($1)")
-            .bind([entity_id, apart_from])
+            .bind([entity_id, other])
             .fetch_all(&self.pool)
             .await?;
-        for id in [entity_id, apart_from] {
+        for id in [entity_id, other] {
             if !known.contains(&id) {
                 return Err(StoreError::InvalidInput(format!("no entity {id}")));
             }
         }
-        sqlx::query(
-            "INSERT INTO entity_separations (entity_id, apart_from, reviewer, reason)
-             VALUES ($1, $2, $3, $4)",
-        )
-        .bind(entity_id)
-        .bind(apart_from)
-        .bind(reviewer.trim())
-        .bind(reason.trim())
-        .execute(&self.pool)
-        .await?;
+        let sql = match decided {
+            Decided::Apart => {
+                "INSERT INTO entity_separations (entity_id, apart_from, reviewer, reason)
+                 VALUES ($1, $2, $3, $4)"
+            }
+            Decided::Together => {
+                "INSERT INTO entity_joins (entity_id, joined_to, reviewer, reason)
+                 VALUES ($1, $2, $3, $4)"
+            }
+        };
+        sqlx::query(sql)
+            .bind(entity_id)
+            .bind(other)
+            .bind(reviewer.trim())
+            .bind(reason.trim())
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 
@@ -312,9 +368,15 @@ impl Store {
         let rows = sqlx::query(
             "SELECT r.canonical_id, e.id, e.name, e.entity_type, e.document_id, e.revision_id,
                     r.rule, r.joined_to, r.evidence_revision_id, r.evidence_start,
-                    r.evidence_end, r.evidence_quote,
+                    r.evidence_end, r.evidence_quote, pj.reviewer, pj.reason,
                     (SELECT count(*) FROM claims c WHERE c.entity_id = e.id)
              FROM entity_resolutions r JOIN entities e ON e.id = r.entity_id
+             LEFT JOIN LATERAL (
+                 SELECT j.reviewer, j.reason FROM entity_joins j
+                  WHERE r.rule = 'person'
+                    AND ((j.entity_id = e.id AND j.joined_to = r.joined_to)
+                         OR (j.entity_id = r.joined_to AND j.joined_to = e.id))
+                  ORDER BY j.decided_at DESC, j.id DESC LIMIT 1) pj ON true
              WHERE $1::text IS NULL OR r.canonical_id IN
                  (SELECT r2.canonical_id FROM entity_resolutions r2
                   JOIN entities e2 ON e2.id = r2.entity_id
@@ -343,6 +405,13 @@ impl Store {
                         "evidence_quote",
                     ],
                 )?,
+                decided_by: match row.try_get::<Option<String>, _>("reviewer")? {
+                    Some(reviewer) => Some(PersonDecision {
+                        reviewer,
+                        reason: row.try_get("reason")?,
+                    }),
+                    None => None,
+                },
                 claims: row.try_get("count")?,
             };
             if out.last().is_none_or(|c| c.id != canonical) {
@@ -430,12 +499,65 @@ async fn revision_texts(
         .collect()
 }
 
-async fn separations(tx: &mut sqlx::PgConnection) -> Result<Vec<(i64, i64)>> {
-    Ok(
-        sqlx::query_as("SELECT entity_id, apart_from FROM entity_separations ORDER BY id")
-            .fetch_all(&mut *tx)
-            .await?,
+/// A person's decision about two mentions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Decided {
+    Apart,
+    Together,
+}
+
+/// What people decided, pair by pair: for one pair of mentions only the later decision
+/// holds (a join after a separation undoes it, and the other way round).
+#[derive(Debug, Default)]
+struct Decisions {
+    apart: Vec<(i64, i64)>,
+    together: Vec<(i64, i64)>,
+}
+
+async fn decisions(tx: &mut sqlx::PgConnection) -> Result<Decisions> {
+    let rows: Vec<(i64, i64, bool)> = sqlx::query_as(
+        "SELECT entity_id, other, together FROM (
+             SELECT entity_id, apart_from AS other, false AS together, decided_at, id
+               FROM entity_separations
+             UNION ALL
+             SELECT entity_id, joined_to, true, decided_at, id FROM entity_joins) d
+         ORDER BY decided_at, together, id",
     )
+    .fetch_all(&mut *tx)
+    .await?;
+    let mut latest: BTreeMap<(i64, i64), (i64, i64, bool)> = BTreeMap::new();
+    for (a, b, together) in rows {
+        latest.insert((a.min(b), a.max(b)), (a, b, together));
+    }
+    let mut out = Decisions::default();
+    for (a, b, together) in latest.into_values() {
+        if together {
+            out.together.push((a, b));
+        } else {
+            out.apart.push((a, b));
+        }
+    }
+    Ok(out)
+}
+
+/// The joins people made between `mentions` (both must be among them).
+fn person_joins(mentions: &[Loaded], together: &[(i64, i64)]) -> Vec<Join> {
+    let index: HashMap<i64, usize> = mentions
+        .iter()
+        .enumerate()
+        .map(|(i, m)| (m.id, i))
+        .collect();
+    together
+        .iter()
+        .filter_map(|(a, b)| {
+            Some(Join {
+                a: *index.get(a)?,
+                b: *index.get(b)?,
+                rule: JoinRule::Person,
+                evidence: None,
+            })
+        })
+        .collect()
 }
 
 async fn known_placements(

@@ -20,11 +20,15 @@ use std::collections::HashMap;
 use relata_core::{EntityType, closed_enum};
 
 closed_enum! {
-    /// How two mentions were joined.
+    /// How two mentions were joined: by one of the rules, or by a person.
     pub enum JoinRule: "join rule" {
         SameName = "same_name",
         AliasInText = "alias_in_text",
         ShortName = "short_name",
+        /// A named person's decision, recorded in the store (`relata entities join`): the
+        /// join no rule may make, across types or between names the text never links.
+        /// [`joins`] never returns it.
+        Person = "person",
     }
 }
 

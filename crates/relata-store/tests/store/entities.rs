@@ -1,7 +1,7 @@
 //! Canonical entities in the store: the rules join what the text says is one thing, a
 //! homonym of another type stays apart, pairs follow the canonical entity, a resolve run
-//! twice changes nothing, and a person's separation moves a mention back without losing a
-//! row.
+//! twice changes nothing, a person's separation moves a mention back without losing a
+//! row, and a person's join does what no rule may (until a later separation undoes it).
 
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
@@ -181,6 +181,92 @@ async fn a_separation_moves_a_mention_back_without_losing_a_row() {
     let pairs = s.candidate_pairs(&[w.c.1], 8, &v).await.unwrap();
     assert!(pairs.is_empty(), "{pairs:?}");
     assert_eq!(s.resolve_entities().await.unwrap().changed, 0);
+}
+
+#[tokio::test]
+async fn a_person_joins_across_types_and_the_later_decision_holds() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let v = classify_version();
+    let w = world(s).await;
+    s.resolve_entities().await.unwrap();
+    let (company, person) = (w.a.0[0], w.p.0[0]);
+    assert!(
+        s.candidate_pairs(&[w.p.1], 8, &v).await.unwrap().is_empty(),
+        "a homonym of another type pairs with nothing"
+    );
+
+    // Refused: no reviewer, no reason, itself, an unknown entity.
+    assert!(s.join_entities(person, company, " ", "why").await.is_err());
+    assert!(s.join_entities(person, company, "Ada", " ").await.is_err());
+    assert!(s.join_entities(person, person, "Ada", "why").await.is_err());
+    assert!(
+        s.join_entities(person, 999_999, "Ada", "why")
+            .await
+            .is_err()
+    );
+    assert_eq!(count(s, "entity_joins").await, 0);
+
+    s.join_entities(
+        person,
+        company,
+        "Ada",
+        "the p1 text is about the company, mistyped",
+    )
+    .await
+    .unwrap();
+    let summary = s.resolve_entities().await.unwrap();
+    assert_eq!(summary.by_rule.get("person"), Some(&1), "{summary:?}");
+    assert_eq!(summary.changed, 1, "{summary:?}");
+    let entities = s.canonical_entities(Some("alpha corp")).await.unwrap();
+    let joined = entities.iter().find(|e| e.id == company).unwrap();
+    let m = joined
+        .mentions
+        .iter()
+        .find(|m| m.entity_id == person)
+        .expect("the person-typed mention is the company's now");
+    assert_eq!(m.rule, Resolution::Person);
+    assert_eq!(m.joined_to, Some(company));
+    let d = m.decided_by.as_ref().expect("who joined it");
+    assert_eq!(
+        (d.reviewer.as_str(), d.reason.as_str()),
+        ("Ada", "the p1 text is about the company, mistyped")
+    );
+    assert!(
+        joined
+            .mentions
+            .iter()
+            .filter(|m| m.entity_id != person)
+            .all(|m| m.decided_by.is_none())
+    );
+    let pairs = s.candidate_pairs(&[w.p.1], 8, &v).await.unwrap();
+    assert!(
+        pairs.contains(&(w.a.1.min(w.p.1), w.a.1.max(w.p.1))),
+        "its claim pairs with the company's: {pairs:?}"
+    );
+    assert_eq!(s.resolve_entities().await.unwrap().changed, 0);
+
+    // A later separation of the same pair undoes the join, and a join after that redoes
+    // it: the later decision holds. No row is lost either way.
+    let rows = [count(s, "entities").await, count(s, "claims").await];
+    s.separate_entities(company, person, "Ada", "no: two things after all")
+        .await
+        .unwrap();
+    s.resolve_entities().await.unwrap();
+    let entities = s.canonical_entities(Some("alpha corp")).await.unwrap();
+    let alone = entities
+        .iter()
+        .find(|e| e.id == person)
+        .expect("apart again");
+    assert_eq!(alone.mentions.len(), 1);
+    assert!(s.candidate_pairs(&[w.p.1], 8, &v).await.unwrap().is_empty());
+    s.join_entities(person, company, "Ada", "yes: one thing")
+        .await
+        .unwrap();
+    s.resolve_entities().await.unwrap();
+    let entities = s.canonical_entities(Some("alpha corp")).await.unwrap();
+    assert!(entities.iter().all(|e| e.id != person), "joined again");
+    assert_eq!([count(s, "entities").await, count(s, "claims").await], rows);
 }
 
 #[tokio::test]
