@@ -62,6 +62,47 @@ async fn print_store(world: &World) -> Result<()> {
     Ok(())
 }
 
+/// Entity resolution over the store a run left: the mentions the promoters placed beside
+/// the commits, then a full resolve timed (the backfill a rule change needs) and timed
+/// again (nothing to change), and the claim pairs that share a subject name against those
+/// that share a canonical entity.
+async fn print_resolution(world: &World) -> Result<()> {
+    let store = &world.store;
+    let beside = store.resolved_mentions().await?;
+    let t = Instant::now();
+    let full = store.resolve_entities().await?;
+    let first = t.elapsed();
+    let t = Instant::now();
+    let again = store.resolve_entities().await?;
+    let second = t.elapsed();
+    println!(
+        "entity resolution: {} mentions, {beside} placed beside the commits; {} canonical entities",
+        full.mentions, full.canonical_entities
+    );
+    println!(
+        "  mentions by rule: {}",
+        full.by_rule
+            .iter()
+            .map(|(r, n)| format!("{r} {n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    println!(
+        "  full resolve {:.0} ms ({:.3} ms per mention; {} rows changed), again {:.0} ms ({} changed)",
+        first.as_secs_f64() * 1000.0,
+        first.as_secs_f64() * 1000.0 / full.mentions.max(1) as f64,
+        full.changed,
+        second.as_secs_f64() * 1000.0,
+        again.changed
+    );
+    let p = store.claim_pairs_by().await?;
+    println!(
+        "  claim pairs across documents: same subject name {}, same canonical entity {}, both {}",
+        p.subject_name, p.canonical_entity, p.both
+    );
+    Ok(())
+}
+
 /// The extract figures of one real-model run, for the p1-vs-p2 table in BENCHMARKS.md:
 /// responses, truncated, claims proposed / accepted / rejected by reason, accepted (hence
 /// supported: the support check is on) claims per document, completion tokens per
@@ -188,6 +229,7 @@ pub async fn corpus(
         responder.chat_requests()
     );
     print_store(&world).await?;
+    print_resolution(&world).await?;
     world.teardown(keep).await;
     Ok(())
 }
@@ -223,6 +265,7 @@ pub async fn real(
     println!("store after the real-model run:");
     print_store(&world).await?;
     print_acceptance(&world, n, relata_s).await?;
+    print_resolution(&world).await?;
     if no_direct {
         world.teardown(keep).await;
         return Ok(());

@@ -23,6 +23,15 @@ pub struct TableCounts {
     pub model_calls: i64,
 }
 
+/// Pairs of claims in different documents (current revisions only), counted by what they
+/// share: the normalised subject name, the canonical entity, or both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PairsBy {
+    pub subject_name: i64,
+    pub canonical_entity: i64,
+    pub both: i64,
+}
+
 /// When a task's terminal jobs ran, from the ledger and the evidence record.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RunTiming {
@@ -101,6 +110,38 @@ impl Store {
             warnings: self.count("SELECT count(*) FROM warnings").await?,
             invalid_outputs: self.count("SELECT count(*) FROM invalid_outputs").await?,
             model_calls: self.count("SELECT count(*) FROM model_calls").await?,
+        })
+    }
+
+    /// Mentions placed in `entity_resolutions` (by the step beside the commits, or a full
+    /// resolve).
+    pub async fn resolved_mentions(&self) -> Result<i64> {
+        self.count("SELECT count(*) FROM entity_resolutions").await
+    }
+
+    /// Every pair of claims about one thing in two documents, by what makes them one:
+    /// the pairs classification may draw candidates from, before and after resolution.
+    pub async fn claim_pairs_by(&self) -> Result<PairsBy> {
+        let (subject_name, canonical_entity, both) = sqlx::query_as(
+            "WITH c AS (
+                 SELECT cl.id, cl.document_id, cl.subject_normalized, r.canonical_id
+                   FROM claims cl
+                   JOIN documents d ON d.current_revision_id = cl.revision_id
+                   LEFT JOIN entity_resolutions r ON r.entity_id = cl.entity_id)
+             SELECT count(*) FILTER (WHERE a.subject_normalized = b.subject_normalized),
+                    count(*) FILTER (WHERE a.canonical_id = b.canonical_id),
+                    count(*) FILTER (WHERE a.subject_normalized = b.subject_normalized
+                                       AND a.canonical_id = b.canonical_id)
+               FROM c a JOIN c b ON a.id < b.id AND a.document_id <> b.document_id
+                    AND (a.subject_normalized = b.subject_normalized
+                         OR a.canonical_id = b.canonical_id)",
+        )
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(PairsBy {
+            subject_name,
+            canonical_entity,
+            both,
         })
     }
 
