@@ -197,6 +197,199 @@ const OPENERS: &[&str] = &[
     "Made",
 ];
 
+/// Words that, standing alone at a sentence's start, are common words and not names:
+/// adverbs, quantifiers and pronouns, adjectives that open generic statements, plural
+/// nouns of generic classes, and irregular participles ("Often used in pairs, …", "Set
+/// in 1920, …", "Symptoms include …", "Various forms exist"). Only a word standing alone
+/// is affected: "New York", "Modern Greek" and "Native Americans" are still names.
+const LONE_COMMON: &[&str] = &[
+    // adverbs
+    "Often",
+    "Almost",
+    "Perhaps",
+    "Sometimes",
+    "Rather",
+    "Together",
+    "Again",
+    "Already",
+    "Always",
+    "Never",
+    "Soon",
+    "Quite",
+    "Very",
+    "Too",
+    "Just",
+    "Else",
+    "Elsewhere",
+    "Nowadays",
+    "Overall",
+    "Altogether",
+    "Likewise",
+    "Except",
+    "Behind",
+    // quantifiers and pronouns
+    "Someone",
+    "Something",
+    "Everyone",
+    "Everything",
+    "Anyone",
+    "Anything",
+    "Nobody",
+    "Nothing",
+    "None",
+    "Others",
+    "Less",
+    "Fewer",
+    "Few",
+    "Half",
+    "Hundreds",
+    "Thousands",
+    "Millions",
+    "Dozens",
+    "Eleven",
+    "Twelve",
+    "Fifteen",
+    "Twenty",
+    "Thirty",
+    "Forty",
+    "Fifty",
+    "Sixty",
+    "Seventy",
+    "Eighty",
+    "Ninety",
+    "Hundred",
+    // adjectives
+    "Various",
+    "Similar",
+    "Certain",
+    "Common",
+    "Major",
+    "Minor",
+    "Modern",
+    "Different",
+    "Additional",
+    "Extensive",
+    "Large",
+    "Larger",
+    "Largest",
+    "Small",
+    "Smaller",
+    "Smallest",
+    "Older",
+    "Newer",
+    "Early",
+    "Earlier",
+    "Recent",
+    "Young",
+    "Younger",
+    "Typical",
+    "General",
+    "Special",
+    "Notable",
+    "Prominent",
+    "Primary",
+    "Prior",
+    "Multiple",
+    "Pure",
+    "True",
+    "Whole",
+    "Key",
+    "New",
+    "Old",
+    "Native",
+    "Natural",
+    "Mild",
+    "Severe",
+    "Female",
+    "Male",
+    "Influential",
+    "Popular",
+    "Important",
+    "Significant",
+    "Main",
+    "Traditional",
+    "Permanent",
+    "Present",
+    "Familiar",
+    "Problematic",
+    "Successive",
+    "Prevalent",
+    "Diverse",
+    "Domestic",
+    "Wild",
+    "Giant",
+    "Heavy",
+    "Extant",
+    "Solitary",
+    "Juvenile",
+    // generic classes
+    "People",
+    "Adults",
+    "Individuals",
+    "Members",
+    "Examples",
+    "Exceptions",
+    "Signs",
+    "Symptoms",
+    "Complications",
+    "Types",
+    "Type",
+    "Parts",
+    "Part",
+    "Definitions",
+    "Scholars",
+    "Critics",
+    "Authors",
+    "Writers",
+    "Artists",
+    // irregular participles
+    "Set",
+    "Read",
+    "Found",
+    "Held",
+    "Thought",
+    "Driven",
+    "Built",
+    "Given",
+    "Taken",
+    "Seen",
+    "Begun",
+    "Left",
+    "Brought",
+    "Kept",
+    "Led",
+    "Sold",
+    "Told",
+    "Won",
+    "Put",
+    "Shown",
+    "Grown",
+    "Drawn",
+    "Chosen",
+    "Spoken",
+];
+
+/// Whether `word`, one word in any case, is one of the common words that name nothing
+/// alone ([`LONE_COMMON`]): "Often", "Symptoms", "Set". A subject that is only such a
+/// word is about nothing the chunk names.
+pub fn common_word(word: &str) -> bool {
+    let word = word.trim();
+    let mut chars = word.chars();
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    let capitalised: String = first.to_uppercase().chain(chars).collect();
+    !word.contains(char::is_whitespace) && LONE_COMMON.contains(&capitalised.as_str())
+}
+
+/// Whether a word that stands alone at a sentence's start is a common word there (see
+/// [`LONE_COMMON`]), a gerund or participle in "-ing" ("Consisting of …", "Filming
+/// began …"), or a number word ("Twenty-one …").
+fn lone_common(t: &str) -> bool {
+    let head = t.split('-').next().unwrap_or(t);
+    LONE_COMMON.contains(&t) || LONE_COMMON.contains(&head) || t.ends_with("ing")
+}
+
 /// A word of the chunk with its byte span, as the name finder sees it.
 #[derive(Debug, Clone, Copy)]
 struct Token<'a> {
@@ -376,9 +569,15 @@ pub fn candidates(text: &str, title: Option<&str>) -> Vec<String> {
         // found ("Chamber" of the title "Chamber music") is that name's first word.
         let lone_opener = run.len() == 1
             && t.opens
-            && names
+            && (names
                 .iter()
-                .any(|n| n.len() > t.text.len() && n.starts_with(t.text));
+                .any(|n| n.len() > t.text.len() && n.starts_with(t.text))
+                // A common word alone at a sentence's start, unless the chunk also
+                // writes it capitalised where no sentence opens ("… in Beijing").
+                || (lone_common(t.text)
+                    && !toks
+                        .iter()
+                        .any(|o| !o.opens && without_possessive(o.text) == t.text)));
         if !lone_opener {
             add(&mut names, &text[run[0].start..run[run.len() - 1].end]);
         }
@@ -491,6 +690,27 @@ mod tests {
             ["World War II", "Rick"]
         );
         assert_eq!(names("J. D. Salinger wrote it."), ["J. D. Salinger"]);
+    }
+
+    #[test]
+    fn a_common_word_alone_at_a_sentence_start_names_nothing() {
+        assert!(names("Often used in pairs, cymbals are round.").is_empty());
+        assert!(names("Set in 1920, it was long. Symptoms include fever.").is_empty());
+        assert!(names("Consisting of two parts, it was sold. Twenty-one were built.").is_empty());
+        // A name that begins with such a word, or the word written capitalised where no
+        // sentence opens, is still a name.
+        assert_eq!(
+            names("New York is big. Native Americans live there. Modern Greek is spoken."),
+            ["New York", "Native Americans", "Modern Greek"]
+        );
+        assert_eq!(
+            names("Reading is a town. It lies near Reading Abbey."),
+            ["Reading", "Reading Abbey"]
+        );
+        assert_eq!(
+            names("Electrons are light. Beetles fly."),
+            ["Electrons", "Beetles"]
+        );
     }
 
     #[test]

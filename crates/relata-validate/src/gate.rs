@@ -935,6 +935,16 @@ fn wrong_subject(
     chunk: &Chunk<'_>,
     referents: Option<&[String]>,
 ) -> Option<String> {
+    // "Often" for "Often used in pairs, cymbals …": a word that opens the sentence, not
+    // a name of the chunk (unless the chunk writes it as one where no sentence opens).
+    if relata_core::names::common_word(subject)
+        && !chunk.names().iter().any(|n| n == subject.trim())
+    {
+        return Some(format!(
+            "subject {} is a common word, not a name the chunk gives",
+            excerpt(subject, 40)
+        ));
+    }
     match &reading.opening {
         Opening::Pronoun(p) | Opening::Pointing(p) | Opening::Definite(p) => {
             let referents = referents.filter(|r| !r.is_empty())?;

@@ -346,3 +346,23 @@ fn real_outputs_the_gate_accepts_are_knowledge() {
     assert!(!by.is_empty(), "the gate accepted none of the real outputs");
     assert!(failures.is_empty(), "{failures:?}");
 }
+
+#[test]
+fn a_common_word_opening_the_sentence_is_no_subject() {
+    let set = set();
+    let items: Vec<&Item> = set
+        .items
+        .iter()
+        .filter(|i| i.id.starts_with("k-common-"))
+        .collect();
+    assert_eq!(items.len(), 5);
+    for item in items {
+        let (rejected, detail) =
+            rejected(&alone(Check::SubjectTopic), item, Reason::WrongSubject).unwrap();
+        assert!(
+            rejected && detail.contains("common word"),
+            "{}: {detail}",
+            item.id
+        );
+    }
+}
