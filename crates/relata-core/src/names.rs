@@ -525,10 +525,33 @@ pub fn candidates(text: &str, title: Option<&str>) -> Vec<String> {
         }
     }
     let mut names: Vec<String> = Vec::new();
+    // Where the chunk writes its title: a run inside it is a piece of the title, not a
+    // name of its own ("A Space Odyssey" of "2001: A Space Odyssey").
+    let mut title_spans: Vec<(usize, usize)> = Vec::new();
     if let Some(found) = title.and_then(|t| title_in(text, t)) {
         // The title is what the document is about, figures and all ("1", "100 metres").
         names.push(found.to_owned());
+        let mut from = 0;
+        while let Some(at) = text.get(from..).and_then(|rest| find_word(rest, found)) {
+            title_spans.push((from + at, from + at + found.len()));
+            from += at + found.len();
+        }
     }
+    // The title without what opens it ("The", "A", "2001:") or without the possessive
+    // that opens it ("St. Peter's"): the run a name reading finds there, which a model
+    // would take for the title.
+    let title_tail = |s: usize, e: usize| {
+        title_spans.iter().any(|&(ts, te)| {
+            if !(ts < s && e == te) {
+                return false;
+            }
+            let head = &text[ts..s];
+            head.split_whitespace().all(|w| {
+                let w = w.trim_end_matches([':', ',']);
+                opener(w) || w.chars().all(|c| c.is_ascii_digit())
+            }) || without_possessive(head.trim_end()) != head.trim_end()
+        })
+    };
     let toks = tokens(text);
     let mut i = 0;
     while i < toks.len() {
@@ -578,13 +601,26 @@ pub fn candidates(text: &str, title: Option<&str>) -> Vec<String> {
                     && !toks
                         .iter()
                         .any(|o| !o.opens && without_possessive(o.text) == t.text)));
+        let (run_start, run_end) = (run[0].start, run[run.len() - 1].end);
+        if title_tail(run_start, run_end) {
+            i = last_name_word + 1;
+            continue;
+        }
         if !lone_opener {
-            add(&mut names, &text[run[0].start..run[run.len() - 1].end]);
+            add(&mut names, &text[run_start..run_end]);
         }
         // Two names joined by "and" are also names alone, unless the first has an "of"
         // ("Academy of Motion Picture Arts and Sciences" is one name).
-        if let Some(k) = run.iter().position(|t| t.text == "and" || t.text == "&") {
-            let (left, right) = (&run[..k], &run[k + 1..]);
+        // A title is one name ("War and Peace"); a name never opens with a connector
+        // ("the Forty Thieves").
+        if let Some(k) = run.iter().position(|t| t.text == "and" || t.text == "&")
+            && !title_spans
+                .iter()
+                .any(|&(ts, te)| ts <= run_start && run_end <= te)
+        {
+            let left = &run[..k];
+            let right = &run[k + 1..];
+            let right = &right[right.iter().take_while(|t| connector(t.text)).count()..];
             if !left.is_empty() && !right.is_empty() && !left.iter().any(|t| t.text == "of") {
                 add(&mut names, &text[left[0].start..left[left.len() - 1].end]);
                 add(
@@ -725,11 +761,7 @@ mod tests {
         let text = "2001: A Space Odyssey is a 1968 film by Stanley Kubrick.";
         assert_eq!(
             candidates(text, Some("2001: A Space Odyssey")),
-            [
-                "2001: A Space Odyssey",
-                "A Space Odyssey",
-                "Stanley Kubrick"
-            ]
+            ["2001: A Space Odyssey", "Stanley Kubrick"]
         );
         // A title the chunk does not contain is not offered.
         assert_eq!(candidates("Paris is big.", Some("London")), ["Paris"]);
@@ -745,6 +777,44 @@ mod tests {
         }
         let long = format!("{} is long.", "Word ".repeat(40).trim());
         assert!(candidates(&long, None).is_empty());
+    }
+
+    #[test]
+    fn a_piece_of_the_title_is_no_name_of_its_own() {
+        let text = "2001: A Space Odyssey is a 1968 film by Stanley Kubrick. Its working title \
+                    was A Space Odyssey.";
+        assert_eq!(
+            candidates(text, Some("2001: A Space Odyssey")),
+            [
+                "2001: A Space Odyssey",
+                "Stanley Kubrick",
+                "A Space Odyssey"
+            ],
+            "inside the title it is the title; alone it is still a name"
+        );
+        let text = "Ali Baba and the Forty Thieves is a folk tale. Ali Baba is poor.";
+        assert_eq!(
+            candidates(text, Some("Ali Baba and the Forty Thieves")),
+            ["Ali Baba and the Forty Thieves", "Ali Baba"]
+        );
+        // Other names inside a title are names: the place of "Architecture of
+        // Mesopotamia", the saint of "St. Peter's Basilica".
+        let text = "The architecture of Mesopotamia is ancient.";
+        assert_eq!(
+            candidates(text, Some("Architecture of Mesopotamia")),
+            ["architecture of Mesopotamia", "Mesopotamia"]
+        );
+        let text = "St. Peter's Basilica is a church in Vatican City.";
+        assert_eq!(
+            candidates(text, Some("St. Peter's Basilica")),
+            ["St. Peter's Basilica", "St. Peter", "Vatican City"]
+        );
+        // Outside a title, two names joined by "and" are each a name, without a leading
+        // connector.
+        assert_eq!(
+            names("It was sold to Sotheby and the Louvre."),
+            ["Sotheby and the Louvre", "Sotheby", "Louvre"]
+        );
     }
 
     #[test]

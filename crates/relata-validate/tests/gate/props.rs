@@ -290,3 +290,66 @@ fn hostile() -> impl Strategy<Value = String> {
     )
     .prop_map(|v| v.concat())
 }
+
+/// Words that steer random text towards the name reader's paths: titles, openers,
+/// connectors, possessives, figures and sentence ends.
+fn wordy() -> impl Strategy<Value = String> {
+    let atoms = prop::sample::select(vec![
+        "The",
+        "A",
+        "2001:",
+        "Space",
+        "Odyssey",
+        "and",
+        "the",
+        "of",
+        "Peter's",
+        "St.",
+        "Basilica",
+        "Often",
+        "Set",
+        "Reading",
+        "is",
+        "was",
+        "in",
+        "New",
+        "York",
+        ". ",
+        ", ",
+        "\n\n",
+        "é",
+        "Ünïcode",
+        "Romeo",
+        "Juliet",
+        "'s",
+        "’s",
+        "J.",
+        "D.",
+        " ",
+        "Fe'i",
+        "-",
+        "&",
+    ]);
+    prop::collection::vec(atoms, 0..40).prop_map(|v| v.join(" "))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+    /// The names a chunk gives never panic to read, and each is the chunk's own text,
+    /// whatever the title and wherever the text writes it.
+    #[test]
+    fn names_never_panic_and_are_the_chunks_text(
+        text in wordy(),
+        from in 0usize..40,
+        len in 0usize..6,
+    ) {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        let title = words.iter().skip(from).take(len).copied().collect::<Vec<_>>().join(" ");
+        for title in [None, Some(title.as_str())] {
+            for name in relata_core::names::candidates(&text, title) {
+                prop_assert!(text.contains(&name), "{name:?} is not in {text:?}");
+            }
+        }
+    }
+}
