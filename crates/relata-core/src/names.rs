@@ -369,6 +369,11 @@ const LONE_COMMON: &[&str] = &[
     "Spoken",
 ];
 
+/// Number words that open a count ("One Thousand and One Nights").
+const NUMBER_WORDS: &[&str] = &[
+    "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten",
+];
+
 /// Whether `word`, one word in any case, is one of the common words that name nothing
 /// alone ([`LONE_COMMON`]): "Often", "Symptoms", "Set". A subject that is only such a
 /// word is about nothing the chunk names.
@@ -621,7 +626,17 @@ pub fn candidates(text: &str, title: Option<&str>) -> Vec<String> {
             let left = &run[..k];
             let right = &run[k + 1..];
             let right = &right[right.iter().take_while(|t| connector(t.text)).count()..];
-            if !left.is_empty() && !right.is_empty() && !left.iter().any(|t| t.text == "of") {
+            // A count is no name alone: "One Thousand and One Nights" is one title.
+            let counted = |part: &[Token<'_>]| {
+                part.first()
+                    .is_some_and(|t| digits(t.text) || NUMBER_WORDS.contains(&t.text))
+            };
+            if !left.is_empty()
+                && !right.is_empty()
+                && !left.iter().any(|t| t.text == "of")
+                && !counted(left)
+                && !counted(right)
+            {
                 add(&mut names, &text[left[0].start..left[left.len() - 1].end]);
                 add(
                     &mut names,
@@ -808,6 +823,11 @@ mod tests {
         assert_eq!(
             candidates(text, Some("St. Peter's Basilica")),
             ["St. Peter's Basilica", "St. Peter", "Vatican City"]
+        );
+        // A count joined by "and" is one name.
+        assert_eq!(
+            names("It is a tale of One Thousand and One Nights."),
+            ["One Thousand and One Nights"]
         );
         // Outside a title, two names joined by "and" are each a name, without a leading
         // connector.
