@@ -516,47 +516,83 @@ fn without_possessive(text: &str) -> &str {
     text
 }
 
+/// Adds `name` (without a possessive) unless it is too short, too long or known.
+fn add(names: &mut Vec<String>, name: &str) {
+    let name = without_possessive(name.trim());
+    if name.chars().count() >= 2
+        && name.chars().count() <= MAX_NAME_CHARS
+        && name.chars().any(char::is_alphabetic)
+        && !names.iter().any(|n| n == name)
+    {
+        names.push(name.to_owned());
+    }
+}
+
+/// Where the chunk writes its title (as [`title_in`] found it), as byte spans.
+fn title_spans(text: &str, found: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut from = 0;
+    while let Some(at) = text.get(from..).and_then(|rest| find_word(rest, found)) {
+        spans.push((from + at, from + at + found.len()));
+        from += at + found.len();
+    }
+    spans
+}
+
+/// Whether `s..e` is a title at `spans` without what opens it ("The", "A", "2001:") or
+/// without the possessive that opens it ("St. Peter's"): the run a name reading finds
+/// there, which a model would take for the title.
+fn title_tail(text: &str, spans: &[(usize, usize)], s: usize, e: usize) -> bool {
+    spans.iter().any(|&(ts, te)| {
+        if !(ts < s && e == te) {
+            return false;
+        }
+        let head = &text[ts..s];
+        head.split_whitespace().all(|w| {
+            let w = w.trim_end_matches([':', ',']);
+            opener(w) || w.chars().all(|c| c.is_ascii_digit())
+        }) || without_possessive(head.trim_end()) != head.trim_end()
+    })
+}
+
+/// Two names joined by "and" in `run` are also names alone, unless the first has an "of"
+/// ("Academy of Motion Picture Arts and Sciences" is one name) or either is a count ("One
+/// Thousand and One Nights"); the second never opens with a connector ("the Forty
+/// Thieves").
+fn add_and_parts(names: &mut Vec<String>, text: &str, run: &[Token<'_>]) {
+    let Some(k) = run.iter().position(|t| t.text == "and" || t.text == "&") else {
+        return;
+    };
+    let left = &run[..k];
+    let right = &run[k + 1..];
+    let right = &right[right.iter().take_while(|t| connector(t.text)).count()..];
+    let counted = |part: &[Token<'_>]| {
+        part.first()
+            .is_some_and(|t| digits(t.text) || NUMBER_WORDS.contains(&t.text))
+    };
+    if !left.is_empty()
+        && !right.is_empty()
+        && !left.iter().any(|t| t.text == "of")
+        && !counted(left)
+        && !counted(right)
+    {
+        add(names, &text[left[0].start..left[left.len() - 1].end]);
+        add(names, &text[right[0].start..right[right.len() - 1].end]);
+    }
+}
+
 /// The names `text` gives (see the module docs), in order of first appearance, at most
 /// [`MAX_NAMES`], each at most [`MAX_NAME_CHARS`] characters and the chunk's own bytes.
 pub fn candidates(text: &str, title: Option<&str>) -> Vec<String> {
-    fn add(names: &mut Vec<String>, name: &str) {
-        let name = without_possessive(name.trim());
-        if name.chars().count() >= 2
-            && name.chars().count() <= MAX_NAME_CHARS
-            && name.chars().any(char::is_alphabetic)
-            && !names.iter().any(|n| n == name)
-        {
-            names.push(name.to_owned());
-        }
-    }
     let mut names: Vec<String> = Vec::new();
-    // Where the chunk writes its title: a run inside it is a piece of the title, not a
-    // name of its own ("A Space Odyssey" of "2001: A Space Odyssey").
-    let mut title_spans: Vec<(usize, usize)> = Vec::new();
+    // Where the chunk writes its title: a run that is its tail is a piece of the title,
+    // not a name of its own ("A Space Odyssey" of "2001: A Space Odyssey").
+    let mut spans: Vec<(usize, usize)> = Vec::new();
     if let Some(found) = title.and_then(|t| title_in(text, t)) {
         // The title is what the document is about, figures and all ("1", "100 metres").
         names.push(found.to_owned());
-        let mut from = 0;
-        while let Some(at) = text.get(from..).and_then(|rest| find_word(rest, found)) {
-            title_spans.push((from + at, from + at + found.len()));
-            from += at + found.len();
-        }
+        spans = title_spans(text, found);
     }
-    // The title without what opens it ("The", "A", "2001:") or without the possessive
-    // that opens it ("St. Peter's"): the run a name reading finds there, which a model
-    // would take for the title.
-    let title_tail = |s: usize, e: usize| {
-        title_spans.iter().any(|&(ts, te)| {
-            if !(ts < s && e == te) {
-                return false;
-            }
-            let head = &text[ts..s];
-            head.split_whitespace().all(|w| {
-                let w = w.trim_end_matches([':', ',']);
-                opener(w) || w.chars().all(|c| c.is_ascii_digit())
-            }) || without_possessive(head.trim_end()) != head.trim_end()
-        })
-    };
     let toks = tokens(text);
     let mut i = 0;
     while i < toks.len() {
@@ -607,42 +643,19 @@ pub fn candidates(text: &str, title: Option<&str>) -> Vec<String> {
                         .iter()
                         .any(|o| !o.opens && without_possessive(o.text) == t.text)));
         let (run_start, run_end) = (run[0].start, run[run.len() - 1].end);
-        if title_tail(run_start, run_end) {
+        if title_tail(text, &spans, run_start, run_end) {
             i = last_name_word + 1;
             continue;
         }
         if !lone_opener {
             add(&mut names, &text[run_start..run_end]);
         }
-        // Two names joined by "and" are also names alone, unless the first has an "of"
-        // ("Academy of Motion Picture Arts and Sciences" is one name).
-        // A title is one name ("War and Peace"); a name never opens with a connector
-        // ("the Forty Thieves").
-        if let Some(k) = run.iter().position(|t| t.text == "and" || t.text == "&")
-            && !title_spans
-                .iter()
-                .any(|&(ts, te)| ts <= run_start && run_end <= te)
+        // A title is one name ("War and Peace").
+        if !spans
+            .iter()
+            .any(|&(ts, te)| ts <= run_start && run_end <= te)
         {
-            let left = &run[..k];
-            let right = &run[k + 1..];
-            let right = &right[right.iter().take_while(|t| connector(t.text)).count()..];
-            // A count is no name alone: "One Thousand and One Nights" is one title.
-            let counted = |part: &[Token<'_>]| {
-                part.first()
-                    .is_some_and(|t| digits(t.text) || NUMBER_WORDS.contains(&t.text))
-            };
-            if !left.is_empty()
-                && !right.is_empty()
-                && !left.iter().any(|t| t.text == "of")
-                && !counted(left)
-                && !counted(right)
-            {
-                add(&mut names, &text[left[0].start..left[left.len() - 1].end]);
-                add(
-                    &mut names,
-                    &text[right[0].start..right[right.len() - 1].end],
-                );
-            }
+            add_and_parts(&mut names, text, run);
         }
         i = last_name_word + 1;
     }
