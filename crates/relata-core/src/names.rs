@@ -369,6 +369,30 @@ const LONE_COMMON: &[&str] = &[
     "Spoken",
 ];
 
+/// Adjectives of people, places, faiths and periods that a suffix does not show.
+const DEMONYMS: &[&str] = &[
+    "German", "Roman", "Norman", "Greek", "French", "Dutch", "Swiss", "Welsh", "Latin", "Western",
+    "Eastern", "Northern", "Southern", "Arab", "Muslim", "Hindu", "Thai", "Norse",
+];
+
+/// Lowercase words that may follow a name used as a noun ("Japan is", "India and", "Egypt
+/// in"): after one of these a demonym-like word is not read as an adjective.
+const AFTER_A_NOUN: &[&str] = &[
+    "is", "was", "are", "were", "has", "have", "had", "be", "been", "and", "or", "but", "nor",
+    "of", "in", "on", "at", "to", "for", "by", "with", "from", "as", "that", "which", "who",
+    "whose", "while", "when", "where", "than", "then", "also", "not", "itself", "himself",
+    "herself", "became", "remained", "said", "says", "wrote", "won", "died", "lived",
+];
+
+/// Whether `t` reads as an adjective of a people, place, faith or period ("American",
+/// "Japanese", "Islamic", "Roman"): by its ending or [`DEMONYMS`].
+fn demonym_like(t: &str) -> bool {
+    DEMONYMS.contains(&t)
+        || ["ian", "ean", "can", "ese", "ish", "ic"]
+            .iter()
+            .any(|suffix| t.len() > suffix.len() + 2 && t.ends_with(suffix))
+}
+
 /// Number words that open a count ("One Thousand and One Nights").
 const NUMBER_WORDS: &[&str] = &[
     "One", "Two", "Three", "Four", "Five", "Six", "Seven", "Eight", "Nine", "Ten",
@@ -642,12 +666,28 @@ pub fn candidates(text: &str, title: Option<&str>) -> Vec<String> {
                     && !toks
                         .iter()
                         .any(|o| !o.opens && without_possessive(o.text) == t.text)));
+        // One word that, wherever the chunk writes it, qualifies the lowercase word after
+        // it ("American author", "Japanese media franchise") is an adjective, not a name.
+        let adjective = run.len() == 1
+            && demonym_like(t.text)
+            && toks
+                .iter()
+                .enumerate()
+                .filter(|(_, o)| o.text == t.text)
+                .all(|(k, _)| {
+                    toks.get(k + 1).is_some_and(|n| {
+                        n.joined
+                            && !n.opens
+                            && n.text.starts_with(char::is_lowercase)
+                            && !AFTER_A_NOUN.contains(&n.text)
+                    })
+                });
         let (run_start, run_end) = (run[0].start, run[run.len() - 1].end);
         if title_tail(text, &spans, run_start, run_end) {
             i = last_name_word + 1;
             continue;
         }
-        if !lone_opener {
+        if !lone_opener && !adjective {
             add(&mut names, &text[run_start..run_end]);
         }
         // A title is one name ("War and Peace").
@@ -782,10 +822,7 @@ mod tests {
         let text = "Chamber music is a form of classical music.";
         assert_eq!(candidates(text, Some("Chamber music")), ["Chamber music"]);
         let text = "Casablanca is a 1942 American film.";
-        assert_eq!(
-            candidates(text, Some("Casablanca (film)")),
-            ["Casablanca", "American"]
-        );
+        assert_eq!(candidates(text, Some("Casablanca (film)")), ["Casablanca"]);
         let text = "2001: A Space Odyssey is a 1968 film by Stanley Kubrick.";
         assert_eq!(
             candidates(text, Some("2001: A Space Odyssey")),
@@ -805,6 +842,30 @@ mod tests {
         }
         let long = format!("{} is long.", "Word ".repeat(40).trim());
         assert!(candidates(&long, None).is_empty());
+    }
+
+    #[test]
+    fn an_adjective_of_a_people_or_place_is_no_name() {
+        assert_eq!(
+            names("It was written by American author Mark Twain in Japanese media."),
+            ["Mark Twain"]
+        );
+        // As a noun, or beside another capitalised word, it is a name.
+        assert_eq!(
+            names("Many speak Japanese and Korean. The American Revolution ended. Iran is big."),
+            [
+                "Japanese and Korean",
+                "Japanese",
+                "Korean",
+                "American Revolution",
+                "Iran"
+            ]
+        );
+        // Used once as a noun, it is a name wherever else it qualifies a word.
+        assert_eq!(
+            names("Roman law spread. It was written in Latin, the language of Roman law."),
+            ["Latin"]
+        );
     }
 
     #[test]
