@@ -316,6 +316,42 @@ async fn ask_answers_abstains_and_degrades_without_ever_failing() {
     );
     assert_eq!(rows[1].3, ["degenerate", "uncited_answer"]);
     assert_eq!(rows[4].1, None);
+
+    // Words only the second document has find it alone; the first document's claim
+    // contradicts it, so its passage comes as a source the question did not find.
+    let other_side = "What is said, according to this text?";
+    for _ in 0..2 {
+        env.fake.push([Behaviour::completion(
+            r#"{"answer": "The sources do not answer this question.", "citations": [], "found": false}"#,
+        )]);
+    }
+    let (code, body, stderr) = ask(&env, other_side);
+    assert_eq!(code, Some(0), "{stderr}");
+    let sources = body["sources"].as_array().unwrap();
+    let retrieved: Vec<&Value> = sources.iter().map(|s| &s["retrieved"]).collect();
+    assert_eq!(
+        retrieved,
+        [&Value::Bool(true), &Value::Bool(false)],
+        "{body}"
+    );
+    assert_sources_resolve(&env, &body).await;
+    assert_eq!(
+        contradictions(&body),
+        expected_contradictions(&env, &body).await
+    );
+    assert!(!contradictions(&body).is_empty(), "{body}");
+    let sent = env.fake.chat_requests();
+    let last = String::from_utf8_lossy(&sent.last().unwrap().body).into_owned();
+    assert!(
+        last.contains("[S2]"),
+        "the model sees the other side too: {last}"
+    );
+    let out = env.relata(&["ask", other_side]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("[S2] ") && text.contains("not found by the question"),
+        "{text}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
