@@ -214,6 +214,26 @@ fn around(text: &str, qs: usize, qe: usize) -> (usize, usize) {
     (spans[lo].0.min(qs), spans[hi].1.max(qe))
 }
 
+/// The claims held in the passages bound as `$2..$5` ([`passage_arrays`]), each with the
+/// first passage holding it (`held(claim_id, idx)`): those whose quote lies wholly inside
+/// a passage, rejected and denied ones left out. One definition for every read that asks
+/// which stored claims a set of passages shows.
+macro_rules! held_claims {
+    () => {
+        "WITH p AS (
+             SELECT * FROM unnest($2::int[], $3::bigint[], $4::int[], $5::int[])
+                      AS p(idx, revision_id, start_byte, end_byte)),
+         held AS (
+             SELECT cl.id AS claim_id, min(p.idx) AS idx
+               FROM p
+               JOIN claims cl ON cl.revision_id = p.revision_id
+                             AND cl.quote_start >= p.start_byte
+                             AND cl.quote_end <= p.end_byte
+              WHERE relata_candidate_state('claim', cl.id) NOT IN ('rejected', 'denied')
+              GROUP BY cl.id) "
+    };
+}
+
 /// Passages as the parallel arrays `unnest` takes: index, revision, start, end.
 type PassageArrays = (Vec<i32>, Vec<i64>, Vec<i32>, Vec<i32>);
 
@@ -338,18 +358,9 @@ impl Store {
             return Ok(Vec::new());
         }
         let (idx, revs, starts, ends) = passage_arrays(passages)?;
-        let rows = sqlx::query(
-            "WITH p AS (
-                 SELECT * FROM unnest($2::int[], $3::bigint[], $4::int[], $5::int[])
-                          AS p(idx, revision_id, start_byte, end_byte)),
-             held AS (
-                 SELECT cl.id AS claim_id, min(p.idx) AS idx
-                   FROM p
-                   JOIN claims cl ON cl.revision_id = p.revision_id
-                                 AND cl.quote_start >= p.start_byte
-                                 AND cl.quote_end <= p.end_byte
-                  WHERE relata_candidate_state('claim', cl.id) NOT IN ('rejected', 'denied')
-                  GROUP BY cl.id)
+        let rows = sqlx::query(concat!(
+            held_claims!(),
+            "
              SELECT x.claim_a, x.claim_b, ha.idx AS idx_a, hb.idx AS idx_b,
                     NOT (relata_promoted('relation', x.id)
                          AND relata_promoted('claim', x.claim_a)
@@ -360,8 +371,8 @@ impl Store {
               WHERE x.relation = 'contradicts' AND x.task_version_fingerprint = $1
                 AND relata_candidate_state('relation', x.id) NOT IN ('rejected', 'denied')
                 AND NOT relata_kept_apart(x.claim_a, x.claim_b)
-              ORDER BY x.id",
-        )
+              ORDER BY x.id"
+        ))
         .bind(classify_fingerprint)
         .bind(&idx)
         .bind(&revs)
@@ -403,17 +414,9 @@ impl Store {
             return Ok(Vec::new());
         }
         let (idx, revs, starts, ends) = passage_arrays(passages)?;
-        let rows = sqlx::query(
-            "WITH p AS (
-                 SELECT * FROM unnest($2::int[], $3::bigint[], $4::int[], $5::int[])
-                          AS p(idx, revision_id, start_byte, end_byte)),
-             held AS (
-                 SELECT DISTINCT cl.id AS claim_id
-                   FROM p
-                   JOIN claims cl ON cl.revision_id = p.revision_id
-                                 AND cl.quote_start >= p.start_byte
-                                 AND cl.quote_end <= p.end_byte
-                  WHERE relata_candidate_state('claim', cl.id) NOT IN ('rejected', 'denied'))
+        let rows = sqlx::query(concat!(
+            held_claims!(),
+            "
              SELECT ch.id, ch.document_id, ch.revision_id, ch.start_byte, ch.text, d.title,
                     o.quote_start, o.quote_end
                FROM claim_relations x
@@ -428,8 +431,8 @@ impl Store {
                 AND o.id NOT IN (SELECT claim_id FROM held)
                 AND NOT relata_kept_apart(x.claim_a, x.claim_b)
               ORDER BY x.id
-              LIMIT $6",
-        )
+              LIMIT $6"
+        ))
         .bind(classify_fingerprint)
         .bind(&idx)
         .bind(&revs)
