@@ -84,6 +84,18 @@ pub const EXTRACT_V2: Contract = Contract {
     json_schema: include_str!("../schemas/relata.extract.v2.json"),
 };
 
+/// `relata.extract` v3: v2, where a claim's statement may be `null` for "the sentence as
+/// shown": the sentence's own text, or with the name written in where the prompt showed
+/// it so ([`crate::referents::shown`]). A sentence that already reads alone costs the
+/// model a subject and no copy. The contract of `extract-p7`.
+pub const EXTRACT_V3: Contract = Contract {
+    task: Task::Extract,
+    schema_id: "relata.extract",
+    version: 3,
+    name: "relata_extract_v3",
+    json_schema: include_str!("../schemas/relata.extract.v3.json"),
+};
+
 pub const CLASSIFY_V1: Contract = Contract {
     task: Task::Classify,
     schema_id: "relata.classify",
@@ -160,6 +172,11 @@ mod tests {
             EXTRACT_V2.sha256(),
             "d800ef18ea05be0d5656e6928048ae793b9d7a533ac1b492f7b9a6a91c9cf882",
             "relata.extract v2 changed without a version bump"
+        );
+        assert_eq!(
+            EXTRACT_V3.sha256(),
+            "85e3a02f61f5744f626d49eaab517c077fdccc0e0f1213527532eaa7a91a02ba",
+            "relata.extract v3 changed without a version bump"
         );
         assert_eq!(
             CLASSIFY_V1.sha256(),
@@ -267,6 +284,24 @@ mod tests {
             at(&e, &ent).get("type").unwrap()
         );
 
+        // v3 is v2 but for a statement that may be null.
+        let e3 = EXTRACT_V3.schema_value();
+        let claim3 = &at(
+            &e3,
+            &["properties", "claims", "additionalProperties", "anyOf"],
+        )[1];
+        let written = &at(claim3, &["properties", "statement", "anyOf"]);
+        assert_eq!(&written[0], at(claim, &["properties", "statement"]));
+        assert_eq!(written[1], serde_json::json!({"type": "null"}));
+        assert_eq!(
+            at(claim3, &["properties", "subject"]),
+            at(claim, &["properties", "subject"])
+        );
+        assert_eq!(
+            at(&e3, &["properties", "entities"]),
+            at(&e2, &["properties", "entities"])
+        );
+
         let a = ANSWER_V1.schema_value();
         let n = |p: &[&str]| at(&a, p).as_u64().unwrap() as usize;
         assert_eq!(n(&["properties", "answer", "maxLength"]), ANSWER_MAX_CHARS);
@@ -305,6 +340,7 @@ mod tests {
         }
         walk(&EXTRACT_V1.schema_value(), String::new());
         walk(&EXTRACT_V2.schema_value(), String::new());
+        walk(&EXTRACT_V3.schema_value(), String::new());
         walk(&CLASSIFY_V1.schema_value(), String::new());
         walk(&ANSWER_V1.schema_value(), String::new());
         walk(&ANSWER_V2.schema_value(), String::new());

@@ -26,7 +26,9 @@ pub mod task;
 pub mod text;
 
 pub use closed::UnknownLabel;
-pub use contract::{ANSWER_V1, ANSWER_V2, CLASSIFY_V1, Contract, EXTRACT_V1, EXTRACT_V2};
+pub use contract::{
+    ANSWER_V1, ANSWER_V2, CLASSIFY_V1, Contract, EXTRACT_V1, EXTRACT_V2, EXTRACT_V3,
+};
 pub use dead::DeadReason;
 pub use handle::{Handle, HandleError, SourceHandle};
 pub use job::{JobInput, JobInputError, JobMessage, JobMessageError};

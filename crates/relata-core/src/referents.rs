@@ -46,6 +46,25 @@ pub enum Reference {
     Phrase(String),
 }
 
+/// Each of a chunk's sentences (`spans`) as `extract-p7` shows it and its gate reads a
+/// claim whose statement is `null` ("the sentence as shown"): line breaks flattened, and
+/// an opening "It", "Its", "They" or "Their" replaced by the name [`hints`] gives, with the
+/// chunk's names ([`crate::names::candidates`]). The prompt and the gate both call this,
+/// so what the model was shown is what is judged and stored.
+pub fn shown(text: &str, title: Option<&str>, spans: &[(usize, usize)]) -> Vec<String> {
+    let names = crate::names::candidates(text, title);
+    hints(text, title, spans, &names)
+        .into_iter()
+        .zip(spans)
+        .map(|(hint, &(s, e))| {
+            let flat = text[s..e].split_whitespace().collect::<Vec<_>>().join(" ");
+            hint.as_deref()
+                .and_then(|name| written_in(&flat, name))
+                .unwrap_or(flat)
+        })
+        .collect()
+}
+
 /// The referent hints for a chunk's sentences (`spans`, as byte ranges of `text`),
 /// given the chunk's names: for each sentence, the name it most likely refers back to,
 /// or `None`.
@@ -249,6 +268,22 @@ mod tests {
         );
         assert_eq!(written_in("The film stars Keir Dullea.", "2001"), None);
         assert_eq!(written_in("Itself a bridge, it spans a river.", "X"), None);
+    }
+
+    #[test]
+    fn a_sentence_is_shown_flat_with_its_opening_pronoun_written_as_the_name() {
+        let text = "The Harbor Bridge is a suspension bridge\nin Norland. \
+                    It was designed by the engineer Maria Lindqvist. \
+                    The film stars Keir Dullea and Gary Lockwood.";
+        let spans = crate::sentences::handled(text);
+        assert_eq!(
+            shown(text, None, &spans),
+            [
+                "The Harbor Bridge is a suspension bridge in Norland.",
+                "Harbor Bridge was designed by the engineer Maria Lindqvist.",
+                "The film stars Keir Dullea and Gary Lockwood.",
+            ]
+        );
     }
 
     #[test]
