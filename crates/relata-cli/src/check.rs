@@ -22,7 +22,8 @@ pub struct CheckArgs {
     /// Which contract the response answers: extract or classify.
     #[arg(long)]
     task: Task,
-    /// What the model was shown. extract: {"text": "..."}; classify:
+    /// What the model was shown. extract: {"text": "...", "title": "..."} (the title is
+    /// optional: extract-p7 shows sentences with it); classify:
     /// {"claims": {"C1": "statement", ...}, "pairs": [["C1", "C2"], ...]}.
     #[arg(long, value_name = "INPUT.json")]
     input: PathBuf,
@@ -30,7 +31,8 @@ pub struct CheckArgs {
     #[arg(long, value_name = "RESPONSE_FILE")]
     response: PathBuf,
     /// The extraction prompt the response answers (its contract decides the shape:
-    /// extract-p1 to extract-p3 copy quotes, extract-p4 and extract-p5 key claims by sentence handle).
+    /// extract-p1 to extract-p3 copy quotes, extract-p4, extract-p5 and extract-p7 key claims by
+    /// sentence handle).
     /// Default: the configured one (RELATA_MODEL_EXTRACT_PROMPT), as a worker would judge.
     #[arg(long, value_name = "PROMPT")]
     prompt: Option<relata_model::ExtractPrompt>,
@@ -40,6 +42,8 @@ pub struct CheckArgs {
 #[serde(deny_unknown_fields)]
 struct ExtractInput {
     text: String,
+    #[serde(default)]
+    title: Option<String>,
 }
 
 #[derive(Debug, serde::Deserialize)]
@@ -130,7 +134,14 @@ fn check(args: &CheckArgs, config_file: Option<&Path>) -> anyhow::Result<Report>
                 None => settings.extract_prompt()?,
             };
             let shape = ExtractShape::of(&prompt.contract()).unwrap_or(ExtractShape::Quotes);
-            let j = judge_extract_as(&config, shape, &input.text, &raw, None);
+            let j = judge_extract_as(
+                &config,
+                shape,
+                &input.text,
+                input.title.as_deref(),
+                &raw,
+                None,
+            );
             (j.report(), details(j.rows(), j.response_rejection()))
         }
         Task::Classify => {

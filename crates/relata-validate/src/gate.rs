@@ -227,6 +227,9 @@ pub enum ExtractShape {
     /// `relata.extract` v2: `claims` is an object keyed by sentence handle, each value
     /// `{subject, statement}` or `null`.
     Sentences,
+    /// `relata.extract` v3: as v2, and a statement may be `null` for the sentence as the
+    /// prompt showed it ([`relata_core::referents::shown`], read with the document's title).
+    Shown,
 }
 
 impl ExtractShape {
@@ -236,6 +239,7 @@ impl ExtractShape {
         match (contract.schema_id, contract.version) {
             ("relata.extract", 1) => Some(ExtractShape::Quotes),
             ("relata.extract", 2) => Some(ExtractShape::Sentences),
+            ("relata.extract", 3) => Some(ExtractShape::Shown),
             _ => None,
         }
     }
@@ -245,15 +249,26 @@ pub(crate) fn judge_extract(
     config: &GateConfig,
     shape: ExtractShape,
     source: &str,
+    title: Option<&str>,
     raw: &[u8],
     opinion: Option<&dyn SupportOpinion>,
 ) -> Judgement<ExtractRows> {
+    // What a v3 `null` statement stands for: each sentence as the prompt showed it. Made
+    // before the response is parsed, so a statement can borrow from it as from the JSON.
+    let shown = match shape {
+        ExtractShape::Shown => {
+            relata_core::referents::shown(source, title, &relata_core::sentences::handled(source))
+        }
+        _ => Vec::new(),
+    };
     let mut doc = None;
     let parsed = top(raw, &mut doc, ["entities", "claims"]).and_then(|[e, c]| {
         let entities = array(e, "entities", bounds::MAX_ENTITIES)?;
         let claims = match shape {
             ExtractShape::Quotes => ClaimRows::Quoted(array(c, "claims", bounds::MAX_CLAIMS)?),
-            ExtractShape::Sentences => ClaimRows::Keyed(keyed(c, "claims", bounds::MAX_CLAIMS)?),
+            ExtractShape::Sentences | ExtractShape::Shown => {
+                ClaimRows::Keyed(keyed(c, "claims", bounds::MAX_CLAIMS)?, &shown)
+            }
         };
         Ok((entities, claims))
     });
@@ -373,14 +388,16 @@ fn keyed<'j, 'a>(
 /// The claim rows of a response, as each contract writes them.
 enum ClaimRows<'j, 'a> {
     Quoted(&'j [Json<'a>]),
-    Keyed(&'j [(std::borrow::Cow<'a, str>, Json<'a>)]),
+    /// Keyed by sentence handle, with each sentence as shown (v3; empty for v2, where a
+    /// statement must be written).
+    Keyed(&'j [(std::borrow::Cow<'a, str>, Json<'a>)], &'j [String]),
 }
 
 impl<'j, 'a> ClaimRows<'j, 'a> {
     fn len(&self) -> usize {
         match self {
             ClaimRows::Quoted(rows) => rows.len(),
-            ClaimRows::Keyed(rows) => rows.len(),
+            ClaimRows::Keyed(rows, _) => rows.len(),
         }
     }
 
@@ -398,11 +415,11 @@ impl<'j, 'a> ClaimRows<'j, 'a> {
             ClaimRows::Quoted(rows) => {
                 Box::new(rows.iter().map(|v| quoted_claim(v, chunk)).enumerate())
             }
-            ClaimRows::Keyed(rows) => Box::new(
+            ClaimRows::Keyed(rows, shown) => Box::new(
                 rows.iter()
                     .enumerate()
                     .filter(|(_, (_, v))| !matches!(v, Json::Null))
-                    .map(|(i, (k, v))| (i, keyed_claim(k, v, chunk))),
+                    .map(move |(i, (k, v))| (i, keyed_claim(k, v, chunk, shown))),
             ),
         }
     }
@@ -437,12 +454,18 @@ fn quoted_claim<'j>(v: &'j Json<'_>, _chunk: &Chunk<'_>) -> Result<ClaimInput<'j
     })
 }
 
-/// A v2 claim: its key a sentence handle that was sent, its value `{subject, statement}`.
-fn keyed_claim<'j>(key: &str, v: &'j Json<'_>, chunk: &Chunk<'_>) -> Result<ClaimInput<'j>, Fail> {
+/// A v2 or v3 claim: its key a sentence handle that was sent, its value `{subject,
+/// statement}`; under v3 (`shown` not empty) a `null` statement is the sentence as shown.
+fn keyed_claim<'j>(
+    key: &str,
+    v: &'j Json<'_>,
+    chunk: &Chunk<'_>,
+    shown: &'j [String],
+) -> Result<ClaimInput<'j>, Fail> {
     // Structural (guarantee 6): a handle resolves only to a sentence that was shown.
-    let span = match SourceHandle::parse(key) {
+    let (span, as_shown) = match SourceHandle::parse(key) {
         Ok(h) => match chunk.sentences.get(h.index()) {
-            Some(&span) => span,
+            Some(&span) => (span, shown.get(h.index())),
             None => {
                 return fail(
                     Reason::UnknownHandle,
@@ -463,7 +486,12 @@ fn keyed_claim<'j>(key: &str, v: &'j Json<'_>, chunk: &Chunk<'_>) -> Result<Clai
     };
     let [subject, statement] = fields(v, "the claim", ["subject", "statement"])?;
     let subject = string(subject, "subject", bounds::NAME_MAX_CHARS)?;
-    let statement = string(statement, "statement", bounds::STATEMENT_MAX_CHARS)?;
+    // The sentence as shown is judged like any statement: it must read alone, be about
+    // its subject and be supported; only its copying is spared.
+    let statement = match (statement, as_shown) {
+        (Json::Null, Some(as_shown)) => as_shown.as_str(),
+        _ => string(statement, "statement", bounds::STATEMENT_MAX_CHARS)?,
+    };
     Ok(ClaimInput {
         statement,
         subject,

@@ -159,20 +159,22 @@ pub struct ClassifyInput {
 /// Judge a raw `relata.extract` v1 response (quotes copied from the chunk) against the
 /// source text it was asked about.
 pub fn judge_extract(config: &GateConfig, source: &str, raw: &[u8]) -> Judgement<ExtractRows> {
-    gate::judge_extract(config, ExtractShape::Quotes, source, raw, None)
+    gate::judge_extract(config, ExtractShape::Quotes, source, None, raw, None)
 }
 
-/// Judge a raw `relata.extract` response of either contract (`shape`), with an optional
-/// second opinion on support, consulted for every claim the lexical support check
-/// accepted (it can only reject more).
+/// Judge a raw `relata.extract` response of any contract (`shape`) against the chunk
+/// `source` of a document titled `title` (what v3's `null` statements are read with, as the
+/// prompt was), with an optional second opinion on support, consulted for every claim the
+/// lexical support check accepted (it can only reject more).
 pub fn judge_extract_as(
     config: &GateConfig,
     shape: ExtractShape,
     source: &str,
+    title: Option<&str>,
     raw: &[u8],
     opinion: Option<&dyn SupportOpinion>,
 ) -> Judgement<ExtractRows> {
-    gate::judge_extract(config, shape, source, raw, opinion)
+    gate::judge_extract(config, shape, source, title, raw, opinion)
 }
 
 /// [`judge_extract`] with a second opinion on support, consulted for every claim the
@@ -183,7 +185,14 @@ pub fn judge_extract_with_opinion(
     raw: &[u8],
     opinion: &dyn SupportOpinion,
 ) -> Judgement<ExtractRows> {
-    gate::judge_extract(config, ExtractShape::Quotes, source, raw, Some(opinion))
+    gate::judge_extract(
+        config,
+        ExtractShape::Quotes,
+        source,
+        None,
+        raw,
+        Some(opinion),
+    )
 }
 
 /// Judge a raw classify response against what the request showed the model.

@@ -63,7 +63,14 @@ async fn real_model_extraction_outcomes_are_all_classified() {
         };
         let shape = ExtractShape::of(&client.config().contract(relata_core::Task::Extract))
             .expect("an extract contract");
-        let judgement = judge_extract_as(&gate, shape, source, completion.content.as_bytes(), None);
+        let judgement = judge_extract_as(
+            &gate,
+            shape,
+            source,
+            Some(title),
+            completion.content.as_bytes(),
+            None,
+        );
         if let Some(rej) = judgement.response_rejection() {
             eprintln!("  rejected whole: {} ({})", rej.reason, rej.detail);
             response_rejected += 1;

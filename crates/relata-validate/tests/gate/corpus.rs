@@ -43,9 +43,13 @@ struct Case {
     subjects: Option<Vec<String>>,
     /// Every accepted entity, as `name/type`, those a claim's subject implied included.
     entities: Option<Vec<String>>,
-    /// `sentences` for a `relata.extract` v2 response (claims keyed by sentence handle);
-    /// v1 otherwise.
+    /// `sentences` for a `relata.extract` v2 response (claims keyed by sentence handle),
+    /// `shown` for v3 (a statement may be `null`: the sentence as shown); v1 otherwise.
     shape: Option<String>,
+    /// The document's title (what v3 shows sentences with).
+    title: Option<String>,
+    /// Every accepted claim's statement, as stored.
+    statements: Option<Vec<String>>,
 }
 
 fn corpus() -> Corpus {
@@ -181,9 +185,10 @@ fn every_case_is_judged_as_expected() {
                 let shape = match case.shape.as_deref() {
                     None => ExtractShape::Quotes,
                     Some("sentences") => ExtractShape::Sentences,
+                    Some("shown") => ExtractShape::Shown,
                     Some(other) => panic!("{}: shape {other:?}", case.name),
                 };
-                let j = judge_extract_as(&config, shape, source, &raw, None);
+                let j = judge_extract_as(&config, shape, source, case.title.as_deref(), &raw, None);
                 let claims: Vec<_> = j.accepted().claims().to_vec();
                 if let Some(want) = &case.entities {
                     let got: Vec<String> = j
@@ -234,6 +239,12 @@ fn every_case_is_judged_as_expected() {
                 .collect();
             if &got != sp {
                 problems.push(format!("spans {got:?} != {sp:?}"));
+            }
+        }
+        if let Some(st) = &case.statements {
+            let got: Vec<&str> = claims.iter().map(|c| c.statement()).collect();
+            if &got != st {
+                problems.push(format!("statements {got:?} != {st:?}"));
             }
         }
         if let Some(su) = &case.subjects {

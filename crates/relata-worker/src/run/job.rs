@@ -156,6 +156,7 @@ impl Worker {
             &self.gate,
             shape,
             &chunk.text,
+            chunk.title.as_deref(),
             completion.content.as_bytes(),
             None,
         );
