@@ -1,6 +1,6 @@
-//! The default configuration (`extract-p5`, `relata.extract` v2) through the whole
-//! pipeline: claims keyed by sentence handle, references resolved from the sentence
-//! before, entities stored and linked, a statement that keeps its pronoun refused, and
+//! The default configuration (`extract-p7`, `relata.extract` v3) through the whole
+//! pipeline: claims keyed by sentence handle, a sentence that reads alone as shown taken
+//! with a `null` statement, references resolved from the sentence before, entities stored and linked, a statement that keeps its pronoun refused, and
 //! pairs only between claims about one entity, held for a person.
 
 use std::time::Duration;
@@ -23,11 +23,12 @@ fn options() -> FakeOptions {
             ),
             // Needles the prompt's own example does not hold (it is about a Harbor Bridge
             // too).
-            // extract-p5 shows "It opened" as "Harbor Bridge opened".
+            // extract-p7 shows "It opened" as "Harbor Bridge opened" (its example has
+            // "S3: This bridge opened in 1932.").
             route(
-                "opened in 1932",
+                "S3: Harbor Bridge opened in 1932",
                 r#"{"entities":[{"name":"Harbor Bridge","type":"work"},{"name":"Norland","type":"location"}],
-                    "claims":{"S1":{"subject":"Harbor Bridge","statement":"The Harbor Bridge is a suspension bridge in Norland."},
+                    "claims":{"S1":{"subject":"Harbor Bridge","statement":null},
                               "S2":{"subject":"Maria Lindqvist","statement":"Maria Lindqvist designed the Harbor Bridge."},
                               "S3":{"subject":"Harbor Bridge","statement":"It opened in 1932."}}}"#,
             ),
@@ -45,7 +46,7 @@ fn options() -> FakeOptions {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_default_prompt_stores_standalone_claims_about_stored_entities() {
     let mut env = Env::new(options(), vec![]).await;
-    env.set("RELATA_MODEL_EXTRACT_PROMPT", "extract-p5");
+    env.set("RELATA_MODEL_EXTRACT_PROMPT", "extract-p7");
     let extract = env.spawn_worker(Task::Extract);
     let classify = env.spawn_worker(Task::Classify);
     env.ingest_titled(&[("Harbor Bridge".into(), BRIDGE_A.into())]);
@@ -65,7 +66,7 @@ async fn the_default_prompt_stores_standalone_claims_about_stored_entities() {
     let first = env
         .chat_bodies()
         .into_iter()
-        .find(|b| b.contains("opened in 1932"))
+        .find(|b| b.contains("S3: Harbor Bridge opened in 1932"))
         .unwrap();
     assert!(
         first.contains("S2: Harbor Bridge was designed by the engineer Maria Lindqvist."),
@@ -75,7 +76,7 @@ async fn the_default_prompt_stores_standalone_claims_about_stored_entities() {
         first.contains("S3: Harbor Bridge opened in 1932."),
         "{first}"
     );
-    assert!(first.contains("relata_extract_v2"), "{first}");
+    assert!(first.contains("relata_extract_v3"), "{first}");
 
     let m = extract.metrics().await;
     assert_eq!(
@@ -121,6 +122,12 @@ async fn the_default_prompt_stores_standalone_claims_about_stored_entities() {
             "every claim links to an entity: {c}"
         );
     }
+    // S1's `null` statement is its sentence as shown, stored as the statement.
+    let shown = claims
+        .iter()
+        .find(|c| c["statement"] == "The Harbor Bridge is a suspension bridge in Norland.")
+        .unwrap_or_else(|| panic!("{claims:#?}"));
+    assert_eq!(shown["quote"], shown["statement"]);
     // "It was designed by …" was read with the sentence before: the stored quote holds both.
     let designed = claims
         .iter()

@@ -141,7 +141,7 @@ async fn print_acceptance(world: &World, docs: usize, seconds: f64) -> Result<()
             format!("- ({n} tokens, no claim)")
         }
     };
-    // Coverage: the share of the chunks' sentences (as extract-p4 and extract-p5 number them) that
+    // Coverage: the share of the chunks' sentences (as extract-p4 and after number them) that
     // yielded an accepted claim; a claim's own sentence is the last its quote covers.
     let chunks = world.store.chunk_claims().await?;
     let (mut sentences, mut covered) = (0usize, 0usize);

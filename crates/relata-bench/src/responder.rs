@@ -403,10 +403,11 @@ pub fn grounded(user: &str, rows: usize) -> String {
     json!({"entities": entities, "claims": claims}).to_string()
 }
 
-/// A valid `relata.extract` v2 answer (`extract-p4`, `extract-p5`) to a chunk shown as numbered
-/// sentences with its names listed: each sentence that opens with a listed name gets a
-/// claim about that name stating the sentence itself (it reads alone and its support is
-/// total), the others `null`; at most `rows / 2` claims, and their subjects as entities.
+/// A valid `relata.extract` v2 answer (`extract-p4`, `extract-p5`; valid under v3,
+/// `extract-p7`, too) to a chunk shown as numbered sentences with its names listed: each
+/// sentence that opens with a listed name gets a claim about that name stating the
+/// sentence itself (it reads alone and its support is total), the others `null`; at most
+/// `rows / 2` claims, and their subjects as entities.
 fn grounded_v2(source: &str, rows: usize) -> String {
     let names: Vec<&str> = source
         .lines()

@@ -59,16 +59,22 @@ fn extract_input() -> Vec<u8> {
     serde_json::to_vec(&json!({ "text": SOURCE })).unwrap()
 }
 
-/// The default prompt's contract (extract-p5, as extract-p4): claims keyed by sentence handle.
+/// The default prompt's contract (extract-p7, `relata.extract` v3): claims keyed by sentence
+/// handle, a `null` statement standing for the sentence as shown.
 #[test]
 fn a_sentence_keyed_response_is_judged_by_the_default_contract() {
-    let d = dir("v2");
+    let d = dir("v3");
     let (i, r) = (d.join("input.json"), d.join("response"));
-    std::fs::write(&i, extract_input()).unwrap();
+    // The title is what the sentences were shown with.
+    std::fs::write(
+        &i,
+        serde_json::to_vec(&json!({ "text": SOURCE, "title": "Marie Curie" })).unwrap(),
+    )
+    .unwrap();
     std::fs::write(
         &r,
         r#"{"entities":[{"name":"Marie Curie","type":"person"}],
-            "claims":{"S1":{"subject":"Marie Curie","statement":"Marie Curie was born in Warsaw in 1867."},"S9":null}}"#,
+            "claims":{"S1":{"subject":"Marie Curie","statement":null},"S9":null}}"#,
     )
     .unwrap();
     let out = relata(&[

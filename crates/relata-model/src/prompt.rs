@@ -38,9 +38,16 @@ relata_core::closed_enum! {
         /// shown with the name it most likely stands for written in
         /// ([`relata_core::referents`]); the prompt says so. Same contract and schema as
         /// `extract-p4`; the gate judges every statement against the sentence's own bytes.
-        /// The default.
-        #[default]
+        /// (`extract-p6`, a phrase named after it, was measured and dropped: BENCHMARKS.)
         P5 = "extract-p5",
+        /// `extract-p5` under `relata.extract` v3: a claim whose sentence, as shown, already
+        /// reads alone gives its subject and `"statement": null` ("as shown") instead of
+        /// copying the sentence; a statement is written only where the sentence needs one
+        /// (a "he", "this method" to name). The sentences are shown as
+        /// [`relata_core::referents::shown`] writes them, which is also what the gate reads
+        /// for a `null` statement. The default.
+        #[default]
+        P7 = "extract-p7",
     }
 }
 
@@ -50,6 +57,7 @@ impl ExtractPrompt {
         match self {
             ExtractPrompt::P1 | ExtractPrompt::P2 | ExtractPrompt::P3 => relata_core::EXTRACT_V1,
             ExtractPrompt::P4 | ExtractPrompt::P5 => relata_core::EXTRACT_V2,
+            ExtractPrompt::P7 => relata_core::EXTRACT_V3,
         }
     }
 
@@ -61,7 +69,7 @@ impl ExtractPrompt {
     pub const fn refusal(self, dialect: Dialect) -> Option<&'static str> {
         match (self, dialect) {
             (ExtractPrompt::P3, Dialect::JsonSchema) => Some(
-                "extract-p3 sends a tuple schema (prefixItems closed by items: false) that OpenAI, llama-server, Ollama and vLLM's xgrammar back-end refuse; with RELATA_MODEL_DIALECT=json_schema set RELATA_MODEL_EXTRACT_PROMPT=extract-p5 (the default) or extract-p4, or keep extract-p3 only with RELATA_MODEL_DIALECT=json_object_schema (llama-cpp-python) or none",
+                "extract-p3 sends a tuple schema (prefixItems closed by items: false) that OpenAI, llama-server, Ollama and vLLM's xgrammar back-end refuse; with RELATA_MODEL_DIALECT=json_schema set RELATA_MODEL_EXTRACT_PROMPT=extract-p7 (the default), extract-p5 or extract-p4, or keep extract-p3 only with RELATA_MODEL_DIALECT=json_object_schema (llama-cpp-python) or none",
             ),
             _ => None,
         }
@@ -72,7 +80,7 @@ impl ExtractPrompt {
 pub const PROBE_DOCUMENT: &str = "Ada Lovelace wrote the first computer program in 1843.";
 
 /// The default extraction prompt version.
-pub const EXTRACT_PROMPT_VERSION: &str = ExtractPrompt::P5.as_str();
+pub const EXTRACT_PROMPT_VERSION: &str = ExtractPrompt::P7.as_str();
 /// The classification prompt version: classify-p1's text, with a schema that binds each
 /// relation's handles to those sent and its count to the pairs asked for
 /// ([`classify_schema_sent`]).
@@ -394,6 +402,25 @@ pub fn extract_schema_sent_p4(
     title: Option<&str>,
     dialect: Dialect,
 ) -> serde_json::Value {
+    schema_sent_keyed(source, title, dialect, false)
+}
+
+/// The schema sent with an `extract-p7` request: [`extract_schema_sent_p4`]'s, where a
+/// claim's statement may also be `null` (the sentence as shown, `relata.extract` v3).
+pub fn extract_schema_sent_p7(
+    source: &str,
+    title: Option<&str>,
+    dialect: Dialect,
+) -> serde_json::Value {
+    schema_sent_keyed(source, title, dialect, true)
+}
+
+fn schema_sent_keyed(
+    source: &str,
+    title: Option<&str>,
+    dialect: Dialect,
+    as_shown: bool,
+) -> serde_json::Value {
     use relata_core::contract::bounds;
     let names = p4_names(source, title, dialect);
     let name = if names.is_empty() {
@@ -415,6 +442,14 @@ pub fn extract_schema_sent_p4(
             bounds::STATEMENT_MIN_CHARS * 4,
             p4_bounds::STATEMENT_MAX_CHARS,
         );
+        let written = serde_json::json!({"type": "string",
+                                         "minLength": bounds::STATEMENT_MIN_CHARS,
+                                         "maxLength": max});
+        let statement = if as_shown {
+            serde_json::json!({"anyOf": [written, {"type": "null"}]})
+        } else {
+            written
+        };
         slots.insert(
             handle.clone(),
             serde_json::json!({"anyOf": [
@@ -424,9 +459,7 @@ pub fn extract_schema_sent_p4(
                     "required": ["subject", "statement"],
                     "properties": {
                         "subject": name,
-                        "statement": {"type": "string",
-                                      "minLength": bounds::STATEMENT_MIN_CHARS,
-                                      "maxLength": max},
+                        "statement": statement,
                     }
                 },
                 {"type": "null"}
@@ -560,7 +593,10 @@ pub fn extract_messages(
     source: &str,
     title: Option<&str>,
 ) -> Messages {
-    if matches!(prompt, ExtractPrompt::P4 | ExtractPrompt::P5) {
+    if matches!(
+        prompt,
+        ExtractPrompt::P4 | ExtractPrompt::P5 | ExtractPrompt::P7
+    ) {
         return extract_messages_p4(prompt, dialect, source, title);
     }
     let contract = prompt.contract();
@@ -594,7 +630,7 @@ pub fn extract_messages(
              {DATA_RULE}{}",
             schema_note(dialect, &contract)
         ),
-        ExtractPrompt::P3 | ExtractPrompt::P4 | ExtractPrompt::P5 => format!(
+        ExtractPrompt::P3 | ExtractPrompt::P4 | ExtractPrompt::P5 | ExtractPrompt::P7 => format!(
             "You extract facts from a document.\n\
              \"entities\": the named entities the document mentions, each with its name exactly as written \
              in the document and a type, one of: {types}.\n\
@@ -641,6 +677,10 @@ fn extract_messages_p4(
         ExtractPrompt::P5 => relata_core::referents::hints(source, title, &sentences, &names),
         _ => vec![None; sentences.len()],
     };
+    // extract-p7 shows each sentence as its gate reads a `null` statement: one function
+    // for both, so the model endorses exactly what is judged and stored.
+    let shown = (prompt == ExtractPrompt::P7)
+        .then(|| relata_core::referents::shown(source, title, &sentences));
     // One line per sentence: line breaks inside a sentence are flattened so a sentence
     // cannot fake another handle's line.
     let lines: Vec<String> = sentences
@@ -648,6 +688,10 @@ fn extract_messages_p4(
         .zip(&hints)
         .enumerate()
         .map(|(k, (&(s, e), hint))| {
+            if let Some(shown) = &shown {
+                let handle = relata_core::SourceHandle::nth(k as u32 + 1);
+                return format!("{handle}: {}", shown[k]);
+            }
             let flat = source[s..e]
                 .split_whitespace()
                 .collect::<Vec<_>>()
@@ -670,14 +714,26 @@ fn extract_messages_p4(
         .map(|t| t.as_str())
         .collect::<Vec<_>>()
         .join(", ");
-    let schema = extract_schema_sent_p4(source, title, dialect);
+    let schema = match prompt {
+        ExtractPrompt::P7 => extract_schema_sent_p7(source, title, dialect),
+        _ => extract_schema_sent_p4(source, title, dialect),
+    };
     let note = match dialect {
         Dialect::None => format!(
             "\n\nReply with exactly one JSON object, no prose and no markdown, valid against this JSON Schema:\n{schema}"
         ),
         _ => "\n\nReply with exactly one JSON object, no prose and no markdown.".to_owned(),
     };
-    // extract-p4's text is unchanged: a prompt version names its exact words.
+    // extract-p4's and extract-p5's texts are unchanged: a prompt version names its exact
+    // words.
+    if prompt == ExtractPrompt::P7 {
+        return Messages {
+            system: p7_system(&types, &note),
+            user: p4_user(&d, &lines, &names),
+            schema: matches!(dialect, Dialect::JsonSchema | Dialect::JsonObjectSchema)
+                .then_some(schema),
+        };
+    }
     let (resolve, s2) = match prompt {
         ExtractPrompt::P5 => (
             "A sentence that began with \"It\", \"Its\", \"They\" or \"Their\" for something named before \
@@ -711,6 +767,16 @@ fn extract_messages_p4(
          \"statement\": \"The Harbor Bridge was designed by the engineer Maria Lindqvist.\"}}}}}}\n\
          {DATA_RULE}{note}"
     );
+    Messages {
+        system,
+        user: p4_user(&d, &lines, &names),
+        schema: matches!(dialect, Dialect::JsonSchema | Dialect::JsonObjectSchema)
+            .then_some(schema),
+    }
+}
+
+/// The user message of `extract-p4` and after: the numbered sentences, then the names.
+fn p4_user(d: &str, lines: &[String], names: &[String]) -> String {
     // The names close the data block: taken from the document, they are data too, and no
     // sentence line (each opens with its handle) can pass for them.
     let mut user = format!("BEGIN {d}\n{}\n", lines.join("\n"));
@@ -718,12 +784,36 @@ fn extract_messages_p4(
         user.push_str(&format!("Names: {}\n", names.join("; ")));
     }
     user.push_str(&format!("END {d}"));
-    Messages {
-        system,
-        user,
-        schema: matches!(dialect, Dialect::JsonSchema | Dialect::JsonObjectSchema)
-            .then_some(schema),
-    }
+    user
+}
+
+/// `extract-p7`'s instructions: `extract-p5`'s, with `null` for a sentence that reads
+/// alone as shown, and an example of each.
+fn p7_system(types: &str, note: &str) -> String {
+    format!(
+        "You extract facts from a document. The document is given as numbered sentences (S1, S2, ...). \
+         A sentence that began with \"It\", \"Its\", \"They\" or \"Their\" for something named before \
+         is shown with that name written in.\n\
+         \"entities\": the named people, organizations, places, events, works and concepts the document mentions, \
+         each with its name exactly as written in the document and a type, one of: {types}.\n\
+         \"claims\": for each sentence, the main fact it states, or null when it states none:\n\
+         - \"subject\": the named entity the fact is about, one of the names listed after the sentences, \
+         exactly as listed: the name of what the sentence's subject is;\n\
+         - \"statement\": null when the sentence, exactly as shown, reads alone without the document. \
+         Otherwise (it says \"he\", \"she\", \"this\" or \"the film\" for something named before), the fact \
+         as one sentence a reader understands without the document: begin with the subject's name, use the \
+         sentence's own words, keep its names and numbers, add nothing it does not say, and do not negate it.\n\
+         Example. Document:\n\
+         S1: The Harbor Bridge is a suspension bridge in Norland.\n\
+         S2: Harbor Bridge was designed by the engineer Maria Lindqvist.\n\
+         S3: This bridge opened in 1932.\n\
+         Names: Harbor Bridge; Norland; Maria Lindqvist\n\
+         Reply: {{\"entities\": [{{\"name\": \"Harbor Bridge\", \"type\": \"work\"}}, {{\"name\": \"Norland\", \"type\": \"location\"}}, \
+         {{\"name\": \"Maria Lindqvist\", \"type\": \"person\"}}], \"claims\": {{\"S1\": {{\"subject\": \"Harbor Bridge\", \
+         \"statement\": null}}, \"S2\": {{\"subject\": \"Harbor Bridge\", \"statement\": null}}, \
+         \"S3\": {{\"subject\": \"Harbor Bridge\", \"statement\": \"The Harbor Bridge opened in 1932.\"}}}}}}\n\
+         {DATA_RULE}{note}"
+    )
 }
 
 /// Messages of a classification request (`classify-p2`): claims under opaque handles, and
@@ -1046,6 +1136,40 @@ mod tests {
         assert!(!p4.system.contains("shown with that name"));
         // One contract, one schema: the hint is in the words, not the shape.
         assert_eq!(p4.schema, p5.schema);
+    }
+
+    #[test]
+    fn p7_shows_what_a_null_statement_stands_for_and_lets_the_schema_say_null() {
+        let text = "The Harbor Bridge is in Norland. It opened\nin 1932.";
+        let p7 = extract_messages(ExtractPrompt::P7, Dialect::JsonSchema, text, None);
+        let p5 = extract_messages(ExtractPrompt::P5, Dialect::JsonSchema, text, None);
+        // The lines are what the gate reads a `null` statement as.
+        let shown = relata_core::referents::shown(text, None, &p4_sentences(text));
+        for (k, line) in shown.iter().enumerate() {
+            assert!(
+                p7.user.contains(&format!("\nS{}: {line}\n", k + 1)),
+                "{}",
+                p7.user
+            );
+        }
+        assert!(p7.user.contains("\nS2: Harbor Bridge opened in 1932.\n"));
+        assert_eq!(p7.user, p5.user, "the same lines and names as extract-p5");
+        assert!(
+            p7.system
+                .contains("null when the sentence, exactly as shown, reads alone")
+        );
+        // Only the statement's type differs from extract-p5's schema.
+        let p7s = p7.schema.unwrap();
+        let slot = &p7s["properties"]["claims"]["properties"]["S2"]["anyOf"][0];
+        let statement = &slot["properties"]["statement"]["anyOf"];
+        assert_eq!(statement[1], serde_json::json!({"type": "null"}));
+        assert_eq!(
+            statement[0],
+            p5.schema.unwrap()["properties"]["claims"]["properties"]["S2"]["anyOf"][0]["properties"]
+                ["statement"]
+        );
+        assert_eq!(ExtractPrompt::P7.contract(), relata_core::EXTRACT_V3);
+        assert_eq!(ExtractPrompt::default(), ExtractPrompt::P7);
     }
 
     #[test]

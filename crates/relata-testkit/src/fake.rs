@@ -662,7 +662,7 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
     });
     let behaviour = match behaviour {
         Behaviour::EmptyExtract {} => {
-            // extract-p4's and extract-p5's prompts show the chunk as numbered sentences.
+            // extract-p4, extract-p5 and extract-p7 show the chunk as numbered sentences.
             let v2 = String::from_utf8_lossy(&request.body).contains("numbered sentences");
             Behaviour::completion(if v2 {
                 r#"{"entities":[],"claims":{}}"#
