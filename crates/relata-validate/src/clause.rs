@@ -1739,11 +1739,39 @@ pub(crate) fn dependent_in(subject: &str, phrase: &str) -> Option<&'static str> 
     if w.lower.ends_with("'s") && !last.lower.ends_with("'s") {
         return Some("a possessive");
     }
+    // A lowercase word right after the name makes the name its modifier ("The 1755 Lisbon
+    // earthquake"); a preposition there opens a phrase about the name, which stays the
+    // head ("Abstract expressionism in the United States").
     if let Some(next) = phrase_words.get(k + 1)
         && !capitalised(next)
         && !figure(next)
         && !in_list(
-            &["and", "or", "of", "&", "who", "which", "that"],
+            &[
+                "and",
+                "or",
+                "of",
+                "&",
+                "who",
+                "which",
+                "that",
+                "in",
+                "at",
+                "on",
+                "from",
+                "during",
+                "since",
+                "by",
+                "with",
+                "for",
+                "to",
+                "under",
+                "between",
+                "after",
+                "before",
+                "across",
+                "throughout",
+                "within",
+            ],
             &next.lower,
         )
         && phrase[w.at + w.text.len()..next.at].trim().is_empty()

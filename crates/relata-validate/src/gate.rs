@@ -1002,7 +1002,16 @@ fn wrong_subject(
         }),
         Opening::Subject => {
             let np = &statement[reading.np.0..reading.np.1];
-            if !chunk.support.names_subject(subject, np, chunk.names()) {
+            // A name the chunk itself gives as another name of what the statement is
+            // about ("the Oscars" for "The Academy Awards, more commonly known as the
+            // Oscars, are …") is that thing's name.
+            let alias = || {
+                chunk.names().iter().any(|n| {
+                    chunk.support.names_subject(n, np, chunk.names())
+                        && crate::resolve::aliases_in(chunk.text, n, subject)
+                })
+            };
+            if !chunk.support.names_subject(subject, np, chunk.names()) && !alias() {
                 return Some(format!(
                     "subject {} is not named in what the statement is about ({})",
                     excerpt(subject, 40),

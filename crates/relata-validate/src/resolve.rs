@@ -99,6 +99,33 @@ fn is_alias_link(gap: &str) -> bool {
             .is_some_and(|g| ALIAS_LINKS.contains(&g))
 }
 
+/// Whether `text` gives `a` and `b` as names of one thing, one right after the other
+/// across a link of [`ALIAS_LINKS`], in either order ("The Academy Awards, more commonly
+/// known as the Oscars"): the evidence [`JoinRule::AliasInText`] joins on, read from a
+/// chunk.
+pub(crate) fn aliases_in(text: &str, a: &str, b: &str) -> bool {
+    let (a, b) = (a.trim(), b.trim());
+    if a.is_empty() || b.is_empty() {
+        return false;
+    }
+    let given = |x: &str, y: &str| {
+        text.match_indices(x).any(|(at, _)| {
+            let after = &text[at + x.len()..];
+            ALIAS_LINKS.iter().any(|link| {
+                after.strip_prefix(link).is_some_and(|rest| {
+                    let rest = rest.strip_prefix("the ").unwrap_or(rest);
+                    rest.starts_with(y)
+                        && !rest[y.len()..]
+                            .chars()
+                            .next()
+                            .is_some_and(char::is_alphanumeric)
+                })
+            })
+        })
+    };
+    given(a, b) || given(b, a)
+}
+
 /// The words of a name that an acronym takes its letters from.
 fn initials(name: &str) -> String {
     name.split(|c: char| c.is_whitespace() || c == '-')
@@ -253,6 +280,22 @@ mod tests {
         // "the" is the only word allowed there.
         let d = "The Academy Awards, more commonly known as a Oscars, are awards.";
         assert!(joins(&ms, |_| Some(d)).is_empty());
+    }
+
+    #[test]
+    fn aliases_are_read_from_the_text_in_either_order() {
+        let d = "The Academy Awards, more commonly known as the Oscars, are awards. \
+                 The book (Al-Jabr) was written. Paris or Lutetia.";
+        assert!(aliases_in(d, "Academy Awards", "Oscars"));
+        assert!(aliases_in(d, "Oscars", "Academy Awards"));
+        assert!(aliases_in(d, "The book", "Al-Jabr"));
+        assert!(aliases_in(d, "Paris", "Lutetia"));
+        assert!(
+            !aliases_in(d, "Academy Awards", "Oscar"),
+            "a whole name only"
+        );
+        assert!(!aliases_in(d, "Oscars", "Al-Jabr"), "no link between them");
+        assert!(!aliases_in(d, "", "Oscars"));
     }
 
     #[test]

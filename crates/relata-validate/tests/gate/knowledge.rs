@@ -366,3 +366,19 @@ fn a_common_word_opening_the_sentence_is_no_subject() {
         );
     }
 }
+
+/// A name the chunk gives as another name of what a statement is about is its subject
+/// (`k-alias-001`), another name of the chunk is not (`k-alias-002`), and a name followed
+/// by a phrase about it ("… in the United States") is still the head (`k-alias-003`).
+#[test]
+fn an_alias_the_chunk_gives_is_the_subject_and_another_name_is_not() {
+    let set = set();
+    let item = |id: &str| set.items.iter().find(|i| i.id == id).unwrap();
+    let config = alone(Check::SubjectTopic);
+    for id in ["k-alias-001", "k-alias-003"] {
+        let (rejected, detail) = rejected(&config, item(id), Reason::WrongSubject).unwrap();
+        assert!(!rejected, "{id}: {detail}");
+    }
+    let (rejected, detail) = rejected(&config, item("k-alias-002"), Reason::WrongSubject).unwrap();
+    assert!(rejected && detail.contains("not named"), "{detail}");
+}
