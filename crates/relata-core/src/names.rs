@@ -419,6 +419,38 @@ fn lone_common(t: &str) -> bool {
     LONE_COMMON.contains(&t) || LONE_COMMON.contains(&head) || t.ends_with("ing")
 }
 
+/// Whether the chunk writes `word` (capitalised, opening a sentence) in lowercase
+/// somewhere, and never capitalised where no sentence opens.
+fn lowercase_elsewhere(word: &str, toks: &[Token<'_>]) -> bool {
+    let lower = word.to_lowercase();
+    if lower == word {
+        return false;
+    }
+    let mut lowercase = false;
+    for o in toks {
+        let text = without_possessive(o.text);
+        if !o.opens && text == word {
+            return false;
+        }
+        lowercase |= text == lower;
+    }
+    lowercase
+}
+
+/// Whether `word` is the first word of the document's title, or its plural ("Bears" of
+/// "Bear", "Cetaceans" of "Cetacean", "Salsa" of "Salsa music"): where the chunk writes
+/// its topic only so, that word is the topic's name in it.
+fn title_word(word: &str, title: Option<&str>) -> bool {
+    let Some(first) = title.and_then(|t| t.split([' ', '(']).next()) else {
+        return false;
+    };
+    let (w, first) = (word.to_lowercase(), first.to_lowercase());
+    w == first
+        || w.strip_suffix('s') == Some(first.as_str())
+        || w.strip_suffix("es") == Some(first.as_str())
+        || (w.strip_suffix("ies").is_some() && w.strip_suffix("ies") == first.strip_suffix('y'))
+}
+
 /// A word of the chunk with its byte span, as the name finder sees it.
 #[derive(Debug, Clone, Copy)]
 struct Token<'a> {
@@ -665,7 +697,11 @@ pub fn candidates(text: &str, title: Option<&str>) -> Vec<String> {
                 || (lone_common(t.text)
                     && !toks
                         .iter()
-                        .any(|o| !o.opens && without_possessive(o.text) == t.text)));
+                        .any(|o| !o.opens && without_possessive(o.text) == t.text))
+                // A word capitalised only where a sentence opens and written lowercase
+                // elsewhere in the chunk is a common noun there ("Interpretation occurs
+                // …" beside "the actor's interpretation").
+                || (lowercase_elsewhere(t.text, &toks) && !title_word(t.text, title)));
         // One word that, wherever the chunk writes it, qualifies the lowercase word after
         // it ("American author", "Japanese media franchise") is an adjective, not a name.
         let adjective = run.len() == 1
@@ -811,6 +847,26 @@ mod tests {
             names("Reading is a town. It lies near Reading Abbey."),
             ["Reading", "Reading Abbey"]
         );
+        assert_eq!(
+            names("Electrons are light. Beetles fly."),
+            ["Electrons", "Beetles"]
+        );
+    }
+
+    #[test]
+    fn a_word_the_chunk_also_writes_lowercase_names_nothing_unless_it_is_the_title() {
+        let text = "The actor's interpretation of a role matters. \
+                    Interpretation occurs even when actors play themselves.";
+        assert_eq!(candidates(text, Some("Actor")), ["actor"], "the title only");
+        // The title's word, or its plural, is the topic's name where the chunk writes it so.
+        let text = "Bears are mammals. Most bears live in the north.";
+        assert_eq!(candidates(text, Some("Bear")), ["Bears"]);
+        let text = "Salsa is a style of music. It grew from salsa clubs.";
+        assert_eq!(candidates(text, Some("Salsa music")), ["Salsa"]);
+        // Capitalised where no sentence opens too: a name ("Reading", the town).
+        let text = "Reading is a town with a reading room. It lies near Reading Abbey.";
+        assert_eq!(candidates(text, None), ["Reading", "Reading Abbey"]);
+        // Never written lowercase: kept.
         assert_eq!(
             names("Electrons are light. Beetles fly."),
             ["Electrons", "Beetles"]
