@@ -277,7 +277,7 @@ pub(crate) fn judge_extract(
         Err(f) => return whole(Task::Extract, f),
     };
 
-    let chunk = Chunk::new(source, config, opinion);
+    let chunk = Chunk::new(source, title, config, opinion);
     let mut rows = Vec::with_capacity(entities.len() + claims.len());
     let mut accepted = ExtractRows::default();
     let mut seen = EntitiesSeen::default();
@@ -507,17 +507,22 @@ struct Chunk<'s> {
     sentences: Vec<(usize, usize)>,
     support: Support,
     opinion: Option<&'s dyn SupportOpinion>,
+    /// The document's title, when the caller knows it: its names count the title as the
+    /// prompt's do.
+    title: Option<&'s str>,
     names: std::cell::OnceCell<Vec<String>>,
 }
 
 impl<'s> Chunk<'s> {
     fn new(
         text: &'s str,
+        title: Option<&'s str>,
         config: &'s GateConfig,
         opinion: Option<&'s dyn SupportOpinion>,
     ) -> Chunk<'s> {
         Chunk {
             text,
+            title,
             index: SourceIndex::new(text),
             sentences: relata_core::sentences::handled(text),
             support: Support::new(config.support()),
@@ -611,7 +616,7 @@ impl Chunk<'_> {
     /// computed once per response, on first need.
     fn names(&self) -> &[String] {
         self.names
-            .get_or_init(|| relata_core::names::candidates(self.text, None))
+            .get_or_init(|| relata_core::names::candidates(self.text, self.title))
     }
 }
 

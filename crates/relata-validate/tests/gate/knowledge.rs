@@ -125,7 +125,14 @@ fn response(item: &Item) -> (ExtractShape, String) {
 /// rejects it for another (a defect of the set or the gate).
 fn rejected(config: &GateConfig, item: &Item, reason: Reason) -> Result<(bool, String), String> {
     let (shape, raw) = response(item);
-    let j = judge_extract_as(config, shape, &item.chunk, None, raw.as_bytes(), None);
+    let j = judge_extract_as(
+        config,
+        shape,
+        &item.chunk,
+        Some(&item.title),
+        raw.as_bytes(),
+        None,
+    );
     let row = j
         .rows()
         .iter()
@@ -310,7 +317,14 @@ fn real_outputs_the_gate_accepts_are_knowledge() {
     let mut by: BTreeMap<String, [usize; 4]> = BTreeMap::new();
     for item in &set.items {
         let (shape, raw) = response(item);
-        let j = judge_extract_as(&config, shape, &item.chunk, None, raw.as_bytes(), None);
+        let j = judge_extract_as(
+            &config,
+            shape,
+            &item.chunk,
+            Some(&item.title),
+            raw.as_bytes(),
+            None,
+        );
         let accepted = j
             .rows()
             .iter()
