@@ -11,7 +11,8 @@
 //!   spacing, a leading "the", a possessive), across documents.
 //! * [`JoinRule::AliasInText`] — two mentions of one document that the text itself gives
 //!   as names of one thing: `X (Y)`, `X, also known as Y`, `X, more commonly known as Y`,
-//!   `X, officially Y`, `X or Y`. The evidence is the byte range from X to Y.
+//!   `X, officially Y`, `X or Y`, `X, commonly abbreviated as Y`. The evidence is the byte
+//!   range from X to Y.
 //! * [`JoinRule::ShortName`] — in one document, a person's surname or given name used
 //!   after their full name, or an acronym of a name given before it.
 
@@ -90,13 +91,32 @@ const ALIAS_LINKS: &[&str] = &[
     " (or ",
 ];
 
-/// Whether `gap` is a link of [`ALIAS_LINKS`], followed or not by "the" before the second
-/// name ("X, more commonly known as the Oscars", "X, officially the Y").
+/// Whether `gap` is a link of [`ALIAS_LINKS`] or an abbreviation's ("X, commonly
+/// abbreviated as Y", "X, often abbreviated to Y"), followed or not by "the" before the
+/// second name ("X, more commonly known as the Oscars", "X, officially the Y").
 fn is_alias_link(gap: &str) -> bool {
-    ALIAS_LINKS.contains(&gap)
-        || gap
-            .strip_suffix("the ")
-            .is_some_and(|g| ALIAS_LINKS.contains(&g))
+    let link = |g: &str| ALIAS_LINKS.contains(&g) || abbreviation_link(g);
+    link(gap) || gap.strip_suffix("the ").is_some_and(link)
+}
+
+/// ", abbreviated ", with one of a few adverbs before "abbreviated" and "as" or "to" after
+/// it: how a summary gives a short name ("The chimpanzee, commonly abbreviated to chimp").
+fn abbreviation_link(gap: &str) -> bool {
+    let Some(rest) = gap.strip_prefix(", ").and_then(|g| g.strip_suffix(' ')) else {
+        return false;
+    };
+    let rest = [
+        "commonly ",
+        "often ",
+        "sometimes ",
+        "frequently ",
+        "also ",
+        "usually ",
+    ]
+    .iter()
+    .find_map(|a| rest.strip_prefix(a))
+    .unwrap_or(rest);
+    matches!(rest, "abbreviated" | "abbreviated as" | "abbreviated to")
 }
 
 /// Whether `text` gives `a` and `b` as names of one thing, one right after the other
@@ -108,19 +128,23 @@ pub(crate) fn aliases_in(text: &str, a: &str, b: &str) -> bool {
     if a.is_empty() || b.is_empty() {
         return false;
     }
+    // The longest link is ", more commonly known as the ": a name further on is not given
+    // by the link.
+    const REACH: usize = 40;
     let given = |x: &str, y: &str| {
         text.match_indices(x).any(|(at, _)| {
-            let after = &text[at + x.len()..];
-            ALIAS_LINKS.iter().any(|link| {
-                after.strip_prefix(link).is_some_and(|rest| {
-                    let rest = rest.strip_prefix("the ").unwrap_or(rest);
-                    rest.starts_with(y)
-                        && !rest[y.len()..]
+            let from = at + x.len();
+            text[from..]
+                .match_indices(y)
+                .take_while(|(k, _)| *k <= REACH)
+                .any(|(k, _)| {
+                    let end = from + k + y.len();
+                    is_alias_link(&text[from..from + k])
+                        && !text[end..]
                             .chars()
                             .next()
                             .is_some_and(char::is_alphanumeric)
                 })
-            })
         })
     };
     given(a, b) || given(b, a)
@@ -290,6 +314,23 @@ mod tests {
         assert!(aliases_in(d, "Oscars", "Academy Awards"));
         assert!(aliases_in(d, "The book", "Al-Jabr"));
         assert!(aliases_in(d, "Paris", "Lutetia"));
+        let d = "The chimpanzee, commonly abbreviated to chimp, is an ape. \
+                 Pharmacokinetics, sometimes abbreviated as PK, is a branch. \
+                 The axiom of choice, abbreviated AC, is an axiom.";
+        assert!(aliases_in(d, "chimpanzee", "chimp"));
+        assert!(aliases_in(d, "Pharmacokinetics", "PK"));
+        assert!(aliases_in(d, "axiom of choice", "AC"));
+        assert!(!aliases_in(d, "chimpanzee", "ape"));
+        // The same links join two stored mentions, with the bytes as evidence.
+        let ms = [
+            m("d", "chimpanzee", 4, EntityType::Concept),
+            m("d", "chimp", d.find("chimp,").unwrap(), EntityType::Concept),
+        ];
+        let js = joins(&ms, |_| Some(d));
+        assert_eq!(js.len(), 1, "{js:?}");
+        assert_eq!(js[0].rule, JoinRule::AliasInText);
+        let (s, e) = js[0].evidence.unwrap();
+        assert_eq!(&d[s..e], "chimpanzee, commonly abbreviated to chimp");
         assert!(
             !aliases_in(d, "Academy Awards", "Oscar"),
             "a whole name only"
