@@ -489,6 +489,18 @@ fn keyed_claim<'j>(
     // The sentence as shown is judged like any statement: it must read alone, be about
     // its subject and be supported; only its copying is spared.
     let statement = match (statement, as_shown) {
+        // Held to the bound a written statement is held to: what is stored obeys the
+        // contract however it was given.
+        (Json::Null, Some(as_shown)) if as_shown.chars().count() > bounds::STATEMENT_MAX_CHARS => {
+            return fail(
+                Reason::Schema,
+                format!(
+                    "\"statement\" is null for {key}, whose sentence is {} characters, over the statement bound of {}",
+                    as_shown.chars().count(),
+                    bounds::STATEMENT_MAX_CHARS
+                ),
+            );
+        }
         (Json::Null, Some(as_shown)) => as_shown.as_str(),
         _ => string(statement, "statement", bounds::STATEMENT_MAX_CHARS)?,
     };
