@@ -48,12 +48,17 @@ pub enum Reference {
 
 /// Each of a chunk's sentences (`spans`) as `extract-p7` shows it and its gate reads a
 /// claim whose statement is `null` ("the sentence as shown"): line breaks flattened, and
-/// an opening "It", "Its", "They" or "Their" replaced by the name [`hints`] gives, with the
-/// chunk's names ([`crate::names::candidates`]). The prompt and the gate both call this,
-/// so what the model was shown is what is judged and stored.
-pub fn shown(text: &str, title: Option<&str>, spans: &[(usize, usize)]) -> Vec<String> {
-    let names = crate::names::candidates(text, title);
-    hints(text, title, spans, &names)
+/// an opening "It", "Its", "They" or "Their" replaced by the name [`hints`] gives, with
+/// `names`, the chunk's as [`crate::names::candidates`] reads them with `title`. The
+/// prompt and the gate both call this, so what the model was shown is what is judged and
+/// stored.
+pub fn shown(
+    text: &str,
+    title: Option<&str>,
+    spans: &[(usize, usize)],
+    names: &[String],
+) -> Vec<String> {
+    hints(text, title, spans, names)
         .into_iter()
         .zip(spans)
         .map(|(hint, &(s, e))| {
@@ -277,7 +282,7 @@ mod tests {
                     The film stars Keir Dullea and Gary Lockwood.";
         let spans = crate::sentences::handled(text);
         assert_eq!(
-            shown(text, None, &spans),
+            shown(text, None, &spans, &crate::names::candidates(text, None)),
             [
                 "The Harbor Bridge is a suspension bridge in Norland.",
                 "Harbor Bridge was designed by the engineer Maria Lindqvist.",

@@ -679,8 +679,10 @@ fn extract_messages_p4(
     };
     // extract-p7 shows each sentence as its gate reads a `null` statement: one function
     // for both, so the model endorses exactly what is judged and stored.
-    let shown = (prompt == ExtractPrompt::P7)
-        .then(|| relata_core::referents::shown(source, title, &sentences));
+    let shown = (prompt == ExtractPrompt::P7).then(|| {
+        let names = relata_core::names::candidates(source, title);
+        relata_core::referents::shown(source, title, &sentences, &names)
+    });
     // One line per sentence: line breaks inside a sentence are flattened so a sentence
     // cannot fake another handle's line.
     let lines: Vec<String> = sentences
@@ -1144,7 +1146,8 @@ mod tests {
         let p7 = extract_messages(ExtractPrompt::P7, Dialect::JsonSchema, text, None);
         let p5 = extract_messages(ExtractPrompt::P5, Dialect::JsonSchema, text, None);
         // The lines are what the gate reads a `null` statement as.
-        let shown = relata_core::referents::shown(text, None, &p4_sentences(text));
+        let names = relata_core::names::candidates(text, None);
+        let shown = relata_core::referents::shown(text, None, &p4_sentences(text), &names);
         for (k, line) in shown.iter().enumerate() {
             assert!(
                 p7.user.contains(&format!("\nS{}: {line}\n", k + 1)),

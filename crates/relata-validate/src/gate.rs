@@ -254,12 +254,16 @@ pub(crate) fn judge_extract(
     opinion: Option<&dyn SupportOpinion>,
 ) -> Judgement<ExtractRows> {
     // What a v3 `null` statement stands for: each sentence as the prompt showed it. Made
-    // before the response is parsed, so a statement can borrow from it as from the JSON.
-    let shown = match shape {
+    // before the response is parsed, so a statement can borrow from it as from the JSON;
+    // the sentences and names it is read from are the chunk's, handed on, not read twice.
+    let (shown, read) = match shape {
         ExtractShape::Shown => {
-            relata_core::referents::shown(source, title, &relata_core::sentences::handled(source))
+            let sentences = relata_core::sentences::handled(source);
+            let names = relata_core::names::candidates(source, title);
+            let shown = relata_core::referents::shown(source, title, &sentences, &names);
+            (shown, Some((sentences, names)))
         }
-        _ => Vec::new(),
+        _ => (Vec::new(), None),
     };
     let mut doc = None;
     let parsed = top(raw, &mut doc, ["entities", "claims"]).and_then(|[e, c]| {
@@ -277,7 +281,7 @@ pub(crate) fn judge_extract(
         Err(f) => return whole(Task::Extract, f),
     };
 
-    let chunk = Chunk::new(source, title, config, opinion);
+    let chunk = Chunk::new(source, title, read, config, opinion);
     let mut rows = Vec::with_capacity(entities.len() + claims.len());
     let mut accepted = ExtractRows::default();
     let mut seen = EntitiesSeen::default();
@@ -511,6 +515,9 @@ fn keyed_claim<'j>(
     })
 }
 
+/// A chunk's sentences (byte spans, as handles number them) and its names, read once.
+type ReadChunk = (Vec<(usize, usize)>, Vec<String>);
+
 /// The chunk every row of one response is judged against.
 struct Chunk<'s> {
     text: &'s str,
@@ -526,20 +533,29 @@ struct Chunk<'s> {
 }
 
 impl<'s> Chunk<'s> {
+    /// `read`: the chunk's sentences and names when the caller has read them already.
     fn new(
         text: &'s str,
         title: Option<&'s str>,
+        read: Option<ReadChunk>,
         config: &'s GateConfig,
         opinion: Option<&'s dyn SupportOpinion>,
     ) -> Chunk<'s> {
+        let (sentences, names) = match read {
+            Some((sentences, names)) => (sentences, std::cell::OnceCell::from(names)),
+            None => (
+                relata_core::sentences::handled(text),
+                std::cell::OnceCell::new(),
+            ),
+        };
         Chunk {
             text,
             title,
             index: SourceIndex::new(text),
-            sentences: relata_core::sentences::handled(text),
+            sentences,
             support: Support::new(config.support()),
             opinion,
-            names: std::cell::OnceCell::new(),
+            names,
         }
     }
 
