@@ -49,7 +49,9 @@ pub enum Reference {
 /// Each of a chunk's sentences (`spans`) as `extract-p7` shows it and its gate reads a
 /// claim whose statement is `null` ("the sentence as shown"): line breaks flattened, and
 /// an opening "It", "Its", "They" or "Their" replaced by the name [`hints`] gives, with
-/// `names`, the chunk's as [`crate::names::candidates`] reads them with `title`. The
+/// `names`, the chunk's as [`crate::names::candidates`] reads them with `title`; so is an
+/// opening phrase ("The film stars …") whose noun an earlier sentence gave as what the
+/// named thing is, and which a verb or a comma shows to be the whole subject. The
 /// prompt and the gate both call this, so what the model was shown is what is judged and
 /// stored.
 pub fn shown(
@@ -61,13 +63,131 @@ pub fn shown(
     hints(text, title, spans, names)
         .into_iter()
         .zip(spans)
-        .map(|(hint, &(s, e))| {
+        .enumerate()
+        .map(|(k, (hint, &(s, e)))| {
             let flat = text[s..e].split_whitespace().collect::<Vec<_>>().join(" ");
-            hint.as_deref()
-                .and_then(|name| written_in(&flat, name))
-                .unwrap_or(flat)
+            let Some(name) = hint else { return flat };
+            if let Some(shown) = written_in(&flat, &name) {
+                return shown;
+            }
+            // A phrase is written as the name only where an earlier sentence says the
+            // named thing is one ("… is a 1968 epic science fiction film. The film
+            // stars …"): a noun that merely occurred before ("… from coca leaves. The
+            // leaves are processed …") stands for something else. A name the text
+            // writes in lowercase ("a concert, known as …") is a common noun, and "The
+            // performance may …" already reads as well as it can.
+            let before = &spans[..k];
+            let proper = name.starts_with(|c: char| !c.is_lowercase());
+            match reference(&flat, names) {
+                Some(Reference::Phrase(noun))
+                    if proper && is_class_of(text, before, &name, &noun) =>
+                {
+                    phrase_written_in(&flat, &noun, &name).unwrap_or(flat)
+                }
+                _ => flat,
+            }
         })
         .collect()
+}
+
+/// Words after a copula that end the predicate's noun phrase ("a series of …", "a
+/// tropane alkaloid that …").
+const PHRASE_ENDS: &[&str] = &[
+    "of", "in", "on", "at", "by", "for", "from", "with", "that", "which", "who", "whose", "and",
+    "or", "to", "as",
+];
+
+/// Finite verbs that may follow a phrase's noun for it to be the whole of the sentence's
+/// subject ("The film stars …", "The play is set …"); anything else may continue the
+/// noun phrase ("The film industry …") and is not rewritten.
+const AFTER_PHRASE: &[&str] = &[
+    "is",
+    "are",
+    "was",
+    "were",
+    "has",
+    "have",
+    "had",
+    "remains",
+    "remained",
+    "became",
+    "becomes",
+    "can",
+    "could",
+    "will",
+    "would",
+    "may",
+    "might",
+    "must",
+    "should",
+    "stars",
+    "follows",
+    "tells",
+    "depicts",
+    "features",
+    "describes",
+    "contains",
+    "consists",
+    "includes",
+    "covers",
+    "concerns",
+    "focuses",
+    "uses",
+];
+
+/// Whether one of the sentences `before` (byte ranges of `text`) says that `name` is a
+/// `noun`: the name, a copula within the next twenty words, and the noun (singular or
+/// plural) among the first words of the predicate ("A Doll's House (Danish: …) is a
+/// three-act play in prose"); or the noun is the name's last word ("The crisis" for
+/// "2008 financial crisis"). A noun that is the whole name ("The actor" for "Actor") is
+/// a generic reading, and not written in.
+fn is_class_of(text: &str, before: &[(usize, usize)], name: &str, noun: &str) -> bool {
+    let same = |w: &str| {
+        let w = w.to_lowercase();
+        let stem = noun.strip_suffix('s').unwrap_or(noun);
+        w == noun || w == stem || w.strip_suffix('s') == Some(stem)
+    };
+    let name_words: Vec<&str> = name.split_whitespace().collect();
+    if name_words.len() == 1 {
+        if same(name) {
+            return false;
+        }
+    } else if name_words.last().is_some_and(|w| same(w)) {
+        return true;
+    }
+    before.iter().any(|&(s, e)| {
+        let sentence = &text[s..e];
+        let Some(at) = find_word(sentence, name) else {
+            return false;
+        };
+        let words: Vec<&str> = sentence[at + name.len()..].split_whitespace().collect();
+        let Some(copula) = words
+            .iter()
+            .take(20)
+            .position(|w| matches!(*w, "is" | "was" | "are" | "were"))
+        else {
+            return false;
+        };
+        words[copula + 1..]
+            .iter()
+            .take(8)
+            .take_while(|w| !PHRASE_ENDS.contains(w))
+            .map(|w| w.trim_end_matches(|c: char| !c.is_alphanumeric()))
+            .any(same)
+    })
+}
+
+/// `sentence` with its opening phrase ("The film", "This play") written as `name`, when
+/// what follows the noun shows the phrase is the whole subject: a comma or one of
+/// [`AFTER_PHRASE`].
+fn phrase_written_in(sentence: &str, noun: &str, name: &str) -> Option<String> {
+    let mut words = sentence.splitn(3, ' ');
+    let (_determiner, said, rest) = (words.next()?, words.next()?, words.next()?);
+    if let Some(bare) = said.strip_suffix(',') {
+        return (bare == noun).then(|| format!("{name}, {rest}"));
+    }
+    let next = rest.split_whitespace().next()?;
+    (said == noun && AFTER_PHRASE.contains(&next)).then(|| format!("{name} {rest}"))
 }
 
 /// The referent hints for a chunk's sentences (`spans`, as byte ranges of `text`),
@@ -288,6 +408,56 @@ mod tests {
                 "Harbor Bridge was designed by the engineer Maria Lindqvist.",
                 "The film stars Keir Dullea and Gary Lockwood.",
             ]
+        );
+    }
+
+    #[test]
+    fn a_phrase_is_written_as_the_name_only_for_what_the_name_was_said_to_be() {
+        let show = |text: &str, title: &str| {
+            let spans = crate::sentences::handled(text);
+            let names = crate::names::candidates(text, Some(title));
+            shown(text, Some(title), &spans, &names)
+        };
+        let text = "2001: A Space Odyssey is a 1968 epic science fiction film by Stanley Kubrick. \
+                    The film stars Keir Dullea and Gary Lockwood.";
+        let s = show(text, "2001: A Space Odyssey");
+        assert_eq!(
+            s[1],
+            "2001: A Space Odyssey stars Keir Dullea and Gary Lockwood."
+        );
+        // The noun occurred before, but not as what the named thing is.
+        let text = "Cocaine is a tropane alkaloid that is made from coca leaves. \
+                    The leaves are processed into cocaine paste.";
+        assert_eq!(
+            show(text, "Cocaine")[1],
+            "The leaves are processed into cocaine paste."
+        );
+        // The noun may continue a longer phrase; the generic reading of a one-word title.
+        let text = "Casablanca is a 1942 American film by Michael Curtiz. \
+                    The film industry of the time favoured such stories. \
+                    The actor Humphrey Bogart is its star.";
+        assert_eq!(
+            show(text, "Casablanca")[1],
+            "The film industry of the time favoured such stories."
+        );
+        let text = "A concert is a live performance of music in front of an audience. \
+                    The performance may be carried by a single musician.";
+        assert_eq!(
+            show(text, "Concert")[1],
+            "The performance may be carried by a single musician."
+        );
+        let text = "An actor is a person who portrays a character in a production. \
+                    The actor performs in the flesh in the theatre.";
+        assert_eq!(
+            show(text, "Actor")[1],
+            "The actor performs in the flesh in the theatre."
+        );
+        // The name's own head noun.
+        let text = "The 2008 financial crisis was a severe worldwide economic crisis. \
+                    The crisis was followed by the Great Recession.";
+        assert_eq!(
+            show(text, "2008 financial crisis")[1],
+            "2008 financial crisis was followed by the Great Recession."
         );
     }
 
