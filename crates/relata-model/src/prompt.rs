@@ -45,9 +45,15 @@ relata_core::closed_enum! {
         /// copying the sentence; a statement is written only where the sentence needs one
         /// (a "he", "this method" to name). The sentences are shown as
         /// [`relata_core::referents::shown`] writes them, which is also what the gate reads
-        /// for a `null` statement. The default.
-        #[default]
+        /// for a `null` statement.
         P7 = "extract-p7",
+        /// `extract-p7` with each entity type glossed ("location (a place, building or
+        /// monument)", "concept (an idea, field, style, movement, genre or activity)") and
+        /// its example's first entity, a bridge, typed `location`: under p7 a small model
+        /// gave nearly every document's own topic the example's first type, `work`. The
+        /// same contract, sentences and schema. The default.
+        #[default]
+        P8 = "extract-p8",
     }
 }
 
@@ -57,7 +63,7 @@ impl ExtractPrompt {
         match self {
             ExtractPrompt::P1 | ExtractPrompt::P2 | ExtractPrompt::P3 => relata_core::EXTRACT_V1,
             ExtractPrompt::P4 | ExtractPrompt::P5 => relata_core::EXTRACT_V2,
-            ExtractPrompt::P7 => relata_core::EXTRACT_V3,
+            ExtractPrompt::P7 | ExtractPrompt::P8 => relata_core::EXTRACT_V3,
         }
     }
 
@@ -69,7 +75,7 @@ impl ExtractPrompt {
     pub const fn refusal(self, dialect: Dialect) -> Option<&'static str> {
         match (self, dialect) {
             (ExtractPrompt::P3, Dialect::JsonSchema) => Some(
-                "extract-p3 sends a tuple schema (prefixItems closed by items: false) that OpenAI, llama-server, Ollama and vLLM's xgrammar back-end refuse; with RELATA_MODEL_DIALECT=json_schema set RELATA_MODEL_EXTRACT_PROMPT=extract-p7 (the default), extract-p5 or extract-p4, or keep extract-p3 only with RELATA_MODEL_DIALECT=json_object_schema (llama-cpp-python) or none",
+                "extract-p3 sends a tuple schema (prefixItems closed by items: false) that OpenAI, llama-server, Ollama and vLLM's xgrammar back-end refuse; with RELATA_MODEL_DIALECT=json_schema set RELATA_MODEL_EXTRACT_PROMPT=extract-p8 (the default), extract-p7, extract-p5 or extract-p4, or keep extract-p3 only with RELATA_MODEL_DIALECT=json_object_schema (llama-cpp-python) or none",
             ),
             _ => None,
         }
@@ -80,7 +86,7 @@ impl ExtractPrompt {
 pub const PROBE_DOCUMENT: &str = "Ada Lovelace wrote the first computer program in 1843.";
 
 /// The default extraction prompt version.
-pub const EXTRACT_PROMPT_VERSION: &str = ExtractPrompt::P7.as_str();
+pub const EXTRACT_PROMPT_VERSION: &str = ExtractPrompt::P8.as_str();
 /// The classification prompt version: classify-p1's text, with a schema that binds each
 /// relation's handles to those sent and its count to the pairs asked for
 /// ([`classify_schema_sent`]).
@@ -595,7 +601,7 @@ pub fn extract_messages(
 ) -> Messages {
     if matches!(
         prompt,
-        ExtractPrompt::P4 | ExtractPrompt::P5 | ExtractPrompt::P7
+        ExtractPrompt::P4 | ExtractPrompt::P5 | ExtractPrompt::P7 | ExtractPrompt::P8
     ) {
         return extract_messages_p4(prompt, dialect, source, title);
     }
@@ -630,7 +636,11 @@ pub fn extract_messages(
              {DATA_RULE}{}",
             schema_note(dialect, &contract)
         ),
-        ExtractPrompt::P3 | ExtractPrompt::P4 | ExtractPrompt::P5 | ExtractPrompt::P7 => format!(
+        ExtractPrompt::P3
+        | ExtractPrompt::P4
+        | ExtractPrompt::P5
+        | ExtractPrompt::P7
+        | ExtractPrompt::P8 => format!(
             "You extract facts from a document.\n\
              \"entities\": the named entities the document mentions, each with its name exactly as written \
              in the document and a type, one of: {types}.\n\
@@ -679,7 +689,7 @@ fn extract_messages_p4(
     };
     // extract-p7 shows each sentence as its gate reads a `null` statement: one function
     // for both, so the model endorses exactly what is judged and stored.
-    let shown = (prompt == ExtractPrompt::P7).then(|| {
+    let shown = matches!(prompt, ExtractPrompt::P7 | ExtractPrompt::P8).then(|| {
         let names = relata_core::names::candidates(source, title);
         relata_core::referents::shown(source, title, &sentences, &names)
     });
@@ -717,7 +727,7 @@ fn extract_messages_p4(
         .collect::<Vec<_>>()
         .join(", ");
     let schema = match prompt {
-        ExtractPrompt::P7 => extract_schema_sent_p7(source, title, dialect),
+        ExtractPrompt::P7 | ExtractPrompt::P8 => extract_schema_sent_p7(source, title, dialect),
         _ => extract_schema_sent_p4(source, title, dialect),
     };
     let note = match dialect {
@@ -728,9 +738,13 @@ fn extract_messages_p4(
     };
     // extract-p4's and extract-p5's texts are unchanged: a prompt version names its exact
     // words.
-    if prompt == ExtractPrompt::P7 {
+    if matches!(prompt, ExtractPrompt::P7 | ExtractPrompt::P8) {
+        let system = match prompt {
+            ExtractPrompt::P7 => p7_system(&types, &note, P7_TYPES),
+            _ => p7_system(&glossed_types(), &note, P8_TYPES),
+        };
         return Messages {
-            system: p7_system(&types, &note),
+            system,
             user: p4_user(&d, &lines, &names),
             schema: matches!(dialect, Dialect::JsonSchema | Dialect::JsonObjectSchema)
                 .then_some(schema),
@@ -789,9 +803,37 @@ fn p4_user(d: &str, lines: &[String], names: &[String]) -> String {
     user
 }
 
+/// The entity types of `extract-p8`'s instructions, each with what it covers.
+fn glossed_types() -> String {
+    use relata_core::EntityType;
+    let gloss = |t: EntityType| match t {
+        EntityType::Person => "person (a human being)",
+        EntityType::Organization => "organization (a company, institution or group)",
+        EntityType::Location => "location (a place, building or monument)",
+        EntityType::Event => {
+            "event (something that happened, such as a war, a disaster or a ceremony)"
+        }
+        EntityType::Work => "work (a book, film, painting, piece of music or other creation)",
+        EntityType::Concept => "concept (an idea, field, style, movement, genre or activity)",
+        EntityType::Other => "other",
+    };
+    EntityType::ALL
+        .iter()
+        .map(|&t| gloss(t))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The types of the example reply's three entities under `extract-p7` and `extract-p8`.
+/// A small model gives the document's own topic the type of the example's first entity.
+const P7_TYPES: [&str; 3] = ["work", "location", "person"];
+const P8_TYPES: [&str; 3] = ["location", "location", "person"];
+
 /// `extract-p7`'s instructions: `extract-p5`'s, with `null` for a sentence that reads
-/// alone as shown, and an example of each.
-fn p7_system(types: &str, note: &str) -> String {
+/// alone as shown, and an example of each. `extract-p8` is the same text with the types
+/// glossed and the example's bridge typed `location`.
+fn p7_system(types: &str, note: &str, example: [&str; 3]) -> String {
+    let [bridge, country, engineer] = example;
     format!(
         "You extract facts from a document. The document is given as numbered sentences (S1, S2, ...). \
          A sentence that began with \"It\", \"Its\", \"They\" or \"Their\" for something named before \
@@ -810,8 +852,8 @@ fn p7_system(types: &str, note: &str) -> String {
          S2: Harbor Bridge was designed by the engineer Maria Lindqvist.\n\
          S3: This bridge opened in 1932.\n\
          Names: Harbor Bridge; Norland; Maria Lindqvist\n\
-         Reply: {{\"entities\": [{{\"name\": \"Harbor Bridge\", \"type\": \"work\"}}, {{\"name\": \"Norland\", \"type\": \"location\"}}, \
-         {{\"name\": \"Maria Lindqvist\", \"type\": \"person\"}}], \"claims\": {{\"S1\": {{\"subject\": \"Harbor Bridge\", \
+         Reply: {{\"entities\": [{{\"name\": \"Harbor Bridge\", \"type\": \"{bridge}\"}}, {{\"name\": \"Norland\", \"type\": \"{country}\"}}, \
+         {{\"name\": \"Maria Lindqvist\", \"type\": \"{engineer}\"}}], \"claims\": {{\"S1\": {{\"subject\": \"Harbor Bridge\", \
          \"statement\": null}}, \"S2\": {{\"subject\": \"Harbor Bridge\", \"statement\": null}}, \
          \"S3\": {{\"subject\": \"Harbor Bridge\", \"statement\": \"The Harbor Bridge opened in 1932.\"}}}}}}\n\
          {DATA_RULE}{note}"
@@ -1172,7 +1214,40 @@ mod tests {
                 ["statement"]
         );
         assert_eq!(ExtractPrompt::P7.contract(), relata_core::EXTRACT_V3);
-        assert_eq!(ExtractPrompt::default(), ExtractPrompt::P7);
+    }
+
+    #[test]
+    fn p8_is_p7_with_the_types_glossed_and_the_example_bridge_a_location() {
+        let text = "The Harbor Bridge is in Norland. It opened\nin 1932.";
+        let p7 = extract_messages(ExtractPrompt::P7, Dialect::JsonSchema, text, None);
+        let p8 = extract_messages(ExtractPrompt::P8, Dialect::JsonSchema, text, None);
+        assert_eq!(p8.user, p7.user);
+        assert_eq!(p8.schema, p7.schema);
+        assert_eq!(ExtractPrompt::P8.contract(), ExtractPrompt::P7.contract());
+        // extract-p7's words are its own: a prompt version names its exact text.
+        assert!(p7.system.contains(
+            "a type, one of: person, organization, location, event, work, concept, other."
+        ));
+        assert!(
+            p7.system
+                .contains(r#"{"name": "Harbor Bridge", "type": "work"}"#)
+        );
+        // Every type is glossed, in the contract's order.
+        for t in relata_core::EntityType::ALL {
+            assert!(p8.system.contains(t.as_str()), "{t:?}");
+        }
+        assert!(
+            p8.system
+                .contains("location (a place, building or monument)")
+        );
+        assert!(
+            p8.system
+                .contains(r#"{"name": "Harbor Bridge", "type": "location"}"#)
+        );
+        let (a, b) = (p7.system.len(), p8.system.len());
+        assert!(b > a, "{a} {b}");
+        assert_eq!(ExtractPrompt::default(), ExtractPrompt::P8);
+        assert_eq!(EXTRACT_PROMPT_VERSION, "extract-p8");
     }
 
     #[test]
