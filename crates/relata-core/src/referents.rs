@@ -142,11 +142,9 @@ const AFTER_PHRASE: &[&str] = &[
 /// "2008 financial crisis"). A noun that is the whole name ("The actor" for "Actor") is
 /// a generic reading, and not written in.
 fn is_class_of(text: &str, before: &[(usize, usize)], name: &str, noun: &str) -> bool {
-    let same = |w: &str| {
-        let w = w.to_lowercase();
-        let stem = noun.strip_suffix('s').unwrap_or(noun);
-        w == noun || w == stem || w.strip_suffix('s') == Some(stem)
-    };
+    // One word read as `has_word` reads a sentence: punctuation split off, singular or
+    // plural.
+    let same = |w: &str| has_word(&w.to_lowercase(), noun);
     let name_words: Vec<&str> = name.split_whitespace().collect();
     if name_words.len() == 1 {
         if same(name) {
@@ -172,8 +170,7 @@ fn is_class_of(text: &str, before: &[(usize, usize)], name: &str, noun: &str) ->
             .iter()
             .take(8)
             .take_while(|w| !PHRASE_ENDS.contains(w))
-            .map(|w| w.trim_end_matches(|c: char| !c.is_alphanumeric()))
-            .any(same)
+            .any(|w| same(w))
     })
 }
 
