@@ -51,9 +51,16 @@ relata_core::closed_enum! {
         /// monument)", "concept (an idea, field, style, movement, genre or activity)") and
         /// its example's first entity, a bridge, typed `location`: under p7 a small model
         /// gave nearly every document's own topic the example's first type, `work`. The
-        /// same contract, sentences and schema. The default.
-        #[default]
+        /// same contract, sentences and schema.
         P8 = "extract-p8",
+        /// `extract-p8`'s words and sentences, with each sentence's subject held to the
+        /// names that sentence, as shown, contains (and, for a sentence that still refers
+        /// back, the names the sentence before and the title give); a sentence with no
+        /// name gets `null` ([`extract_schema_sent_p9`]). Under p8 a small model named
+        /// the document's topic as the subject of sentences about something else. The
+        /// default.
+        #[default]
+        P9 = "extract-p9",
     }
 }
 
@@ -63,8 +70,17 @@ impl ExtractPrompt {
         match self {
             ExtractPrompt::P1 | ExtractPrompt::P2 | ExtractPrompt::P3 => relata_core::EXTRACT_V1,
             ExtractPrompt::P4 | ExtractPrompt::P5 => relata_core::EXTRACT_V2,
-            ExtractPrompt::P7 | ExtractPrompt::P8 => relata_core::EXTRACT_V3,
+            ExtractPrompt::P7 | ExtractPrompt::P8 | ExtractPrompt::P9 => relata_core::EXTRACT_V3,
         }
+    }
+
+    /// Whether the prompt shows each sentence as [`relata_core::referents::shown`] writes
+    /// it and asks for `relata.extract` v3 (`null`: the sentence as shown).
+    const fn shows_sentences_as_read(self) -> bool {
+        matches!(
+            self,
+            ExtractPrompt::P7 | ExtractPrompt::P8 | ExtractPrompt::P9
+        )
     }
 
     /// Why the prompt cannot be sent in `dialect`, when it cannot: a schema the servers of
@@ -75,7 +91,7 @@ impl ExtractPrompt {
     pub const fn refusal(self, dialect: Dialect) -> Option<&'static str> {
         match (self, dialect) {
             (ExtractPrompt::P3, Dialect::JsonSchema) => Some(
-                "extract-p3 sends a tuple schema (prefixItems closed by items: false) that OpenAI, llama-server, Ollama and vLLM's xgrammar back-end refuse; with RELATA_MODEL_DIALECT=json_schema set RELATA_MODEL_EXTRACT_PROMPT=extract-p8 (the default), extract-p7, extract-p5 or extract-p4, or keep extract-p3 only with RELATA_MODEL_DIALECT=json_object_schema (llama-cpp-python) or none",
+                "extract-p3 sends a tuple schema (prefixItems closed by items: false) that OpenAI, llama-server, Ollama and vLLM's xgrammar back-end refuse; with RELATA_MODEL_DIALECT=json_schema set RELATA_MODEL_EXTRACT_PROMPT=extract-p9 (the default), extract-p8, extract-p7, extract-p5 or extract-p4, or keep extract-p3 only with RELATA_MODEL_DIALECT=json_object_schema (llama-cpp-python) or none",
             ),
             _ => None,
         }
@@ -86,7 +102,7 @@ impl ExtractPrompt {
 pub const PROBE_DOCUMENT: &str = "Ada Lovelace wrote the first computer program in 1843.";
 
 /// The default extraction prompt version.
-pub const EXTRACT_PROMPT_VERSION: &str = ExtractPrompt::P8.as_str();
+pub const EXTRACT_PROMPT_VERSION: &str = ExtractPrompt::P9.as_str();
 /// The classification prompt version: classify-p1's text, with a schema that binds each
 /// relation's handles to those sent and its count to the pairs asked for
 /// ([`classify_schema_sent`]).
@@ -408,7 +424,7 @@ pub fn extract_schema_sent_p4(
     title: Option<&str>,
     dialect: Dialect,
 ) -> serde_json::Value {
-    schema_sent_keyed(source, title, dialect, false)
+    schema_sent_keyed(source, title, dialect, false, false)
 }
 
 /// The schema sent with an `extract-p7` request: [`extract_schema_sent_p4`]'s, where a
@@ -418,7 +434,63 @@ pub fn extract_schema_sent_p7(
     title: Option<&str>,
     dialect: Dialect,
 ) -> serde_json::Value {
-    schema_sent_keyed(source, title, dialect, true)
+    schema_sent_keyed(source, title, dialect, true, false)
+}
+
+/// The schema sent with an `extract-p9` request: [`extract_schema_sent_p7`]'s, with each
+/// sentence's subject one of the names that sentence contains as shown (or, where it
+/// still refers back, those of the sentence before and the title), and a sentence that
+/// offers none held to `null`. The subject is
+/// still the model's choice among them, and the gate still judges it (`subject_topic`).
+pub fn extract_schema_sent_p9(
+    source: &str,
+    title: Option<&str>,
+    dialect: Dialect,
+) -> serde_json::Value {
+    schema_sent_keyed(source, title, dialect, true, true)
+}
+
+/// For each of the chunk's sentences, as [`relata_core::referents::shown`] writes it,
+/// the names among `names` it may be about: those it contains, and, where it still
+/// opens by referring back ("This method …"), those of the sentence before and the
+/// title, in `names`' order.
+fn p9_subjects(source: &str, title: Option<&str>, names: &[String]) -> Vec<Vec<String>> {
+    let spans = p4_sentences(source);
+    let all = relata_core::names::candidates(source, title);
+    let shown = relata_core::referents::shown(source, title, &spans, &all);
+    let title = title.and_then(|t| relata_core::names::title_in(source, t));
+    (0..shown.len())
+        .map(|k| {
+            let refers = relata_core::referents::reference(&shown[k], &all).is_some();
+            names
+                .iter()
+                .filter(|n| {
+                    mentions(&shown[k], n)
+                        || (refers
+                            && (title == Some(n.as_str())
+                                || k.checked_sub(1).is_some_and(|p| mentions(&shown[p], n))))
+                })
+                .cloned()
+                .collect()
+        })
+        .collect()
+}
+
+/// Whether `text` mentions `name` as whole words, in any case and in the plural as well
+/// ("In sculpture, academic art is …" mentions "Academic art"; "Action films are …"
+/// mentions "Action film").
+fn mentions(text: &str, name: &str) -> bool {
+    let (text, name) = (text.to_lowercase(), name.to_lowercase());
+    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    !name.is_empty()
+        && text.match_indices(&name).any(|(at, _)| {
+            let rest = &text[at + name.len()..];
+            let rest = ["es", "s"]
+                .iter()
+                .find_map(|p| rest.strip_prefix(p).filter(|r| !word(r.chars().next())))
+                .unwrap_or(rest);
+            !word(text[..at].chars().next_back()) && !word(rest.chars().next())
+        })
 }
 
 fn schema_sent_keyed(
@@ -426,9 +498,11 @@ fn schema_sent_keyed(
     title: Option<&str>,
     dialect: Dialect,
     as_shown: bool,
+    per_sentence: bool,
 ) -> serde_json::Value {
     use relata_core::contract::bounds;
     let names = p4_names(source, title, dialect);
+    let subjects = per_sentence.then(|| p9_subjects(source, title, &names));
     let name = if names.is_empty() {
         serde_json::json!({"type": "string", "minLength": bounds::NAME_MIN_CHARS,
                            "maxLength": sent_bounds::NAME_MAX_CHARS})
@@ -456,6 +530,16 @@ fn schema_sent_keyed(
         } else {
             written
         };
+        let subject = match subjects.as_ref().map(|s| &s[k]) {
+            None => name.clone(),
+            Some(here) if here.is_empty() => {
+                // No name to be about: no claim.
+                slots.insert(handle.clone(), serde_json::json!({"type": "null"}));
+                required.push(handle);
+                continue;
+            }
+            Some(here) => serde_json::json!({"type": "string", "enum": here}),
+        };
         slots.insert(
             handle.clone(),
             serde_json::json!({"anyOf": [
@@ -464,7 +548,7 @@ fn schema_sent_keyed(
                     "additionalProperties": false,
                     "required": ["subject", "statement"],
                     "properties": {
-                        "subject": name,
+                        "subject": subject,
                         "statement": statement,
                     }
                 },
@@ -601,7 +685,11 @@ pub fn extract_messages(
 ) -> Messages {
     if matches!(
         prompt,
-        ExtractPrompt::P4 | ExtractPrompt::P5 | ExtractPrompt::P7 | ExtractPrompt::P8
+        ExtractPrompt::P4
+            | ExtractPrompt::P5
+            | ExtractPrompt::P7
+            | ExtractPrompt::P8
+            | ExtractPrompt::P9
     ) {
         return extract_messages_p4(prompt, dialect, source, title);
     }
@@ -640,7 +728,8 @@ pub fn extract_messages(
         | ExtractPrompt::P4
         | ExtractPrompt::P5
         | ExtractPrompt::P7
-        | ExtractPrompt::P8 => format!(
+        | ExtractPrompt::P8
+        | ExtractPrompt::P9 => format!(
             "You extract facts from a document.\n\
              \"entities\": the named entities the document mentions, each with its name exactly as written \
              in the document and a type, one of: {types}.\n\
@@ -689,7 +778,7 @@ fn extract_messages_p4(
     };
     // extract-p7 shows each sentence as its gate reads a `null` statement: one function
     // for both, so the model endorses exactly what is judged and stored.
-    let shown = matches!(prompt, ExtractPrompt::P7 | ExtractPrompt::P8).then(|| {
+    let shown = prompt.shows_sentences_as_read().then(|| {
         let names = relata_core::names::candidates(source, title);
         relata_core::referents::shown(source, title, &sentences, &names)
     });
@@ -728,6 +817,7 @@ fn extract_messages_p4(
         .join(", ");
     let schema = match prompt {
         ExtractPrompt::P7 | ExtractPrompt::P8 => extract_schema_sent_p7(source, title, dialect),
+        ExtractPrompt::P9 => extract_schema_sent_p9(source, title, dialect),
         _ => extract_schema_sent_p4(source, title, dialect),
     };
     let note = match dialect {
@@ -738,9 +828,10 @@ fn extract_messages_p4(
     };
     // extract-p4's and extract-p5's texts are unchanged: a prompt version names its exact
     // words.
-    if matches!(prompt, ExtractPrompt::P7 | ExtractPrompt::P8) {
+    if prompt.shows_sentences_as_read() {
         let system = match prompt {
             ExtractPrompt::P7 => p7_system(&types, &note, P7_TYPES),
+            // extract-p9 says the same: its schema alone narrows the subjects.
             _ => p7_system(&glossed_types(), &note, P8_TYPES),
         };
         return Messages {
@@ -1217,6 +1308,52 @@ mod tests {
     }
 
     #[test]
+    fn p9_holds_each_sentence_to_the_names_it_contains() {
+        let text = "The Harbor Bridge is a bridge in Norland. Maria Lindqvist designed the \
+                    Harbor Bridge. This bridge opened in 1932. Often, bridges carry roads.";
+        let p8 = extract_messages(ExtractPrompt::P8, Dialect::JsonSchema, text, None);
+        let p9 = extract_messages(ExtractPrompt::P9, Dialect::JsonSchema, text, None);
+        // The same words and sentences: the schema alone narrows the subjects.
+        assert_eq!((&p9.system, &p9.user), (&p8.system, &p8.user));
+        assert_eq!(ExtractPrompt::P9.contract(), relata_core::EXTRACT_V3);
+        let schema = p9.schema.expect("json_schema sends the schema");
+        let claims = &schema["properties"]["claims"]["properties"];
+        let subjects = |h: &str| claims[h]["anyOf"][0]["properties"]["subject"]["enum"].clone();
+        assert_eq!(
+            subjects("S1"),
+            serde_json::json!(["Harbor Bridge", "Norland"])
+        );
+        assert_eq!(
+            subjects("S2"),
+            serde_json::json!(["Harbor Bridge", "Maria Lindqvist"])
+        );
+        // "This bridge" refers back: the names of the sentence before.
+        assert_eq!(
+            subjects("S3"),
+            serde_json::json!(["Harbor Bridge", "Maria Lindqvist"])
+        );
+        assert!(mentions("Action films are fast.", "Action film"));
+        assert!(mentions(
+            "In sculpture, academic art is grand.",
+            "Academic art"
+        ));
+        assert!(!mentions("Actions speak.", "Action film"));
+        assert!(!mentions("Norlanders live here.", "Norland"));
+        // No name: no claim can be about one.
+        assert_eq!(claims["S4"], serde_json::json!({"type": "null"}));
+        assert_eq!(
+            schema["properties"]["claims"]["required"],
+            serde_json::json!(["S1", "S2", "S3", "S4"])
+        );
+        // The entities still come from every name of the chunk.
+        let p8_schema = p8.schema.expect("json_schema");
+        assert_eq!(
+            schema["properties"]["entities"],
+            p8_schema["properties"]["entities"]
+        );
+    }
+
+    #[test]
     fn p8_is_p7_with_the_types_glossed_and_the_example_bridge_a_location() {
         let text = "The Harbor Bridge is in Norland. It opened\nin 1932.";
         let p7 = extract_messages(ExtractPrompt::P7, Dialect::JsonSchema, text, None);
@@ -1246,8 +1383,8 @@ mod tests {
         );
         let (a, b) = (p7.system.len(), p8.system.len());
         assert!(b > a, "{a} {b}");
-        assert_eq!(ExtractPrompt::default(), ExtractPrompt::P8);
-        assert_eq!(EXTRACT_PROMPT_VERSION, "extract-p8");
+        assert_eq!(ExtractPrompt::default(), ExtractPrompt::P9);
+        assert_eq!(EXTRACT_PROMPT_VERSION, "extract-p9");
     }
 
     #[test]
