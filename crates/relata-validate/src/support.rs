@@ -1087,6 +1087,10 @@ impl Support {
                 excerpt(&was, 24)
             ));
         }
+        // 13. A name its quote gives as doing something, made the one it is done to.
+        if let Some(detail) = voice_flipped(claim.statement, claim.quote) {
+            return Err(detail);
+        }
         referent_unnamed(claim, &statement, &context)?;
         Ok(context.used.get())
     }
@@ -1386,6 +1390,60 @@ fn swapped_word(statement: &[Word], quote: &[Word]) -> Option<(String, String)> 
     None
 }
 
+/// The passive a statement puts where its quote has the same name doing the same thing:
+/// "David Bordwell was suggested they were …" from "… such as David Bordwell suggested
+/// they were …" (the name's last word and the verb next to each other in the quote, no
+/// auxiliary or punctuation between). Every word is the quote's, so no other rule sees it;
+/// the name has become what the verb is done to. Seen on real output when a schema held
+/// a sentence's subject to the names it contains.
+fn voice_flipped(statement: &str, quote: &str) -> Option<String> {
+    const AUXILIARIES: [&str; 4] = ["was", "were", "is", "are"];
+    let bare = |t: &str| {
+        t.trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    };
+    let quote = format!(
+        " {} ",
+        quote
+            .split_whitespace()
+            .map(|w| w.to_lowercase())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let has = |phrase: &str| {
+        quote.match_indices(phrase).any(|(at, _)| {
+            let before = quote[..at].chars().next_back();
+            let after = quote[at + phrase.len()..].chars().next();
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+        })
+    };
+    let tokens: Vec<&str> = statement.split_whitespace().collect();
+    tokens.windows(3).find_map(|w| {
+        let [name, aux, verb] = [w[0], w[1], w[2]];
+        let joined = name.ends_with(|c: char| c.is_alphanumeric());
+        let named = name.starts_with(|c: char| c.is_uppercase());
+        let (name, verb) = (bare(name), bare(verb));
+        let passive = AUXILIARIES.contains(&aux.to_lowercase().as_str())
+            && verb.len() > 3
+            && verb.ends_with("ed")
+            && w[2].starts_with(|c: char| c.is_lowercase());
+        (joined
+            && named
+            && passive
+            && has(&format!("{name} {verb}"))
+            && !AUXILIARIES
+                .iter()
+                .any(|a| has(&format!("{name} {a} {verb}"))))
+        .then(|| {
+            format!(
+                "the statement says {} where its quote says {}: the name is the one doing it there",
+                excerpt(&format!("{name} {} {verb}", aux.to_lowercase()), 60),
+                excerpt(&format!("{name} {verb}"), 60)
+            )
+        })
+    })
+}
+
 /// Whether `w` is among `pool` by its lowercased form or its stem (no shared prefix).
 fn found_exact(w: &Word, pool: &[Word]) -> bool {
     pool.iter().any(|p| p.lower == w.lower || p.stem == w.stem)
@@ -1497,6 +1555,43 @@ mod tests {
         )
         .unwrap();
         assert!(d.contains("\"pierre\""), "{d}");
+    }
+
+    #[test]
+    fn a_name_made_the_object_of_its_own_verb_is_unsupported() {
+        let chunk = "Action films favor spectacle. While some scholars such as David Bordwell \
+                     suggested they were films that favor spectacle, others disagreed. The \
+                     bridge was designed by Maria Lindqvist.";
+        let q = "While some scholars such as David Bordwell suggested they were films that favor spectacle, others disagreed.";
+        let d = judge(
+            "David Bordwell was suggested they were films that favor spectacle.",
+            q,
+            "David Bordwell",
+            chunk,
+        )
+        .expect("the passive flips who suggested");
+        assert!(d.contains("\"bordwell was suggested\""), "{d}");
+        // The active, as the quote has it, is supported.
+        assert_eq!(
+            judge(
+                "David Bordwell suggested they were films that favor spectacle.",
+                q,
+                "David Bordwell",
+                chunk
+            ),
+            None
+        );
+        // A passive the quote itself has is not flipped.
+        let q = "The bridge was designed by Maria Lindqvist.";
+        assert!(voice_flipped("The bridge was designed by Maria Lindqvist.", q).is_none());
+        // Nor is a name set off by a comma ("Bombay, called Mumbai since 1995").
+        assert!(
+            voice_flipped(
+                "Bombay was called Mumbai.",
+                "Bombay, called Mumbai since 1995, is a city."
+            )
+            .is_none()
+        );
     }
 
     #[test]
