@@ -481,15 +481,9 @@ fn p9_subjects(source: &str, title: Option<&str>, names: &[String]) -> Vec<Vec<S
 /// mentions "Action film").
 fn mentions(text: &str, name: &str) -> bool {
     let (text, name) = (text.to_lowercase(), name.to_lowercase());
-    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
     !name.is_empty()
-        && text.match_indices(&name).any(|(at, _)| {
-            let rest = &text[at + name.len()..];
-            let rest = ["es", "s"]
-                .iter()
-                .find_map(|p| rest.strip_prefix(p).filter(|r| !word(r.chars().next())))
-                .unwrap_or(rest);
-            !word(text[..at].chars().next_back()) && !word(rest.chars().next())
+        && ["", "s", "es"].iter().any(|plural| {
+            relata_core::names::find_word(&text, &format!("{name}{plural}")).is_some()
         })
 }
 
