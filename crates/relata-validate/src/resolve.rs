@@ -244,6 +244,144 @@ pub fn joins<'t>(mentions: &[Mention<'_>], text_of: impl Fn(&str) -> Option<&'t 
     out
 }
 
+closed_enum! {
+    /// Why two entities the rules keep apart are put before a person: the names say they
+    /// may be one thing, and no rule may decide it.
+    pub enum Undecided: "undecided pair" {
+        /// The same name, as [`JoinRule::SameName`] reads it, under two types ("Faust" the
+        /// legend's hero and Goethe's play, or one of them mistyped): no rule joins across
+        /// types.
+        OtherType = "other_type",
+        /// A person named by one word in one entity, and a person whose full name ends in
+        /// that word in another ("Clarke", "Arthur C. Clarke"): [`JoinRule::ShortName`]
+        /// joins a surname only within the document that gives the full name.
+        Surname = "surname",
+        /// Two people's names of two words or more, one the other with names left out
+        /// ("Woodrow Wilson", "Thomas Woodrow Wilson"; but also "John Adams", "John Quincy
+        /// Adams").
+        FullerName = "fuller_name",
+        /// One name in the singular and in the plural, of one type that is not a person
+        /// ("Academy Award", "Academy Awards"; "Himalaya", "Himalayas").
+        Plural = "plural",
+    }
+}
+
+/// One mention of a resolved entity, as [`undecided`] reads it.
+#[derive(Debug, Clone, Copy)]
+pub struct Resolved<'a> {
+    /// The entity it resolved to (any id that is the same for the entity's mentions).
+    pub entity: i64,
+    pub text: &'a str,
+    pub entity_type: EntityType,
+}
+
+/// Pairs of entities (`(a, b, why, the mention of a, the mention of b)`, `a < b`, the
+/// mentions as indices into `mentions`) that the names suggest are one thing and that no
+/// rule joined: what waits for a person. Each pair is given once, under the first reason
+/// found; an entity's own mentions never pair.
+pub fn undecided(mentions: &[Resolved<'_>]) -> Vec<(i64, i64, Undecided, usize, usize)> {
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut push = |out: &mut Vec<_>, i: usize, j: usize, why| {
+        let (a, b) = (&mentions[i], &mentions[j]);
+        if a.entity == b.entity {
+            return;
+        }
+        let (i, j) = if a.entity < b.entity { (i, j) } else { (j, i) };
+        let key = (mentions[i].entity, mentions[j].entity);
+        if seen.insert(key) {
+            out.push((key.0, key.1, why, i, j));
+        }
+    };
+    // The first mention of each name and type, per entity.
+    let mut by_key: HashMap<String, Vec<usize>> = HashMap::new();
+    for (i, m) in mentions.iter().enumerate() {
+        let key = name_key(m.text);
+        if key.is_empty() {
+            continue;
+        }
+        let list = by_key.entry(key).or_default();
+        if !list
+            .iter()
+            .any(|&j| mentions[j].entity == m.entity && mentions[j].entity_type == m.entity_type)
+        {
+            list.push(i);
+        }
+    }
+    let mut keys: Vec<&String> = by_key.keys().collect();
+    keys.sort();
+    for key in &keys {
+        let list = &by_key[*key];
+        for (p, &i) in list.iter().enumerate() {
+            for &j in &list[p + 1..] {
+                if mentions[i].entity_type != mentions[j].entity_type {
+                    push(&mut out, i, j, Undecided::OtherType);
+                }
+            }
+        }
+    }
+    // A one-word person's name against the full names of people that end in it.
+    let mut full_by_last: HashMap<&str, Vec<usize>> = HashMap::new();
+    for key in &keys {
+        for &i in &by_key[*key] {
+            if mentions[i].entity_type == EntityType::Person
+                && let Some((_, last)) = key.rsplit_once(' ')
+            {
+                full_by_last.entry(last).or_default().push(i);
+            }
+        }
+    }
+    // A fuller name first: of two people's entities, the pair is shown with the names
+    // that say most ("Woodrow Wilson" and "Thomas Woodrow Wilson", not "Wilson").
+    for surname in [false, true] {
+        for key in &keys {
+            let words: Vec<&str> = key.split(' ').collect();
+            if (words.len() == 1) != surname {
+                continue;
+            }
+            for &i in &by_key[*key] {
+                if mentions[i].entity_type != EntityType::Person {
+                    continue;
+                }
+                for &j in full_by_last
+                    .get(words[words.len() - 1])
+                    .into_iter()
+                    .flatten()
+                {
+                    let other = name_key(mentions[j].text);
+                    let other: Vec<&str> = other.split(' ').collect();
+                    if surname {
+                        push(&mut out, i, j, Undecided::Surname);
+                    } else if other.len() > words.len() && in_order(&words, &other) {
+                        push(&mut out, i, j, Undecided::FullerName);
+                    }
+                }
+            }
+        }
+    }
+    // The same name in the singular and the plural, of one type other than a person's
+    // ("Andrew" is no plural of "Andrews").
+    for key in &keys {
+        for plural in [format!("{key}s"), format!("{key}es")] {
+            for &i in &by_key[*key] {
+                for &j in by_key.get(&plural).into_iter().flatten() {
+                    let (a, b) = (&mentions[i], &mentions[j]);
+                    if a.entity_type == b.entity_type && a.entity_type != EntityType::Person {
+                        push(&mut out, i, j, Undecided::Plural);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether every word of `short` occurs in `long`, in order.
+fn in_order(short: &[&str], long: &[&str]) -> bool {
+    let mut rest = long.iter();
+    short.iter().all(|w| rest.any(|l| l == w))
+}
+
 /// The cluster of each mention (the smallest index in it) once `joins` are applied.
 pub fn clusters(n: usize, joins: &[Join]) -> Vec<usize> {
     let mut parent: Vec<usize> = (0..n).collect();
@@ -274,6 +412,62 @@ mod tests {
             start,
             entity_type: t,
         }
+    }
+
+    #[test]
+    fn what_no_rule_decides_is_put_before_a_person() {
+        use EntityType::{Concept, Event, Location, Person, Work};
+        let r = |entity, text, entity_type| Resolved {
+            entity,
+            text,
+            entity_type,
+        };
+        let ms = [
+            r(2, "Faust", Work),
+            r(1, "Faust", Person),
+            r(3, "Arthur C. Clarke", Person),
+            r(4, "Clarke's", Person),
+            // One entity: never a pair with itself.
+            r(5, "Georgia", Location),
+            r(5, "the Georgia", Location),
+            // A place is no surname, and an event's name no person's.
+            r(6, "Paris", Location),
+            r(7, "Treaty of Paris", Event),
+            // Kept apart by a person: same name and type, not put back.
+            r(8, "Ada Lovelace", Person),
+            r(9, "Ada Lovelace", Person),
+            r(10, "Thomas Woodrow Wilson", Person),
+            r(11, "Woodrow Wilson", Person),
+            // Not in order, or another surname: no pair.
+            r(12, "Wilson Woodrow", Person),
+            r(13, "Woodrow Guthrie", Person),
+            r(14, "Academy Awards", Work),
+            r(15, "Academy Award", Work),
+            // A person's name is no plural; nor is another type's.
+            r(16, "Andrew", Person),
+            r(17, "Andrews", Person),
+            r(18, "Himalaya", Location),
+            r(19, "Himalayas", Concept),
+        ];
+        let got: Vec<(i64, i64, Undecided, &str, &str)> = undecided(&ms)
+            .into_iter()
+            .map(|(a, b, why, i, j)| (a, b, why, ms[i].text, ms[j].text))
+            .collect();
+        assert_eq!(
+            got,
+            vec![
+                (1, 2, Undecided::OtherType, "Faust", "Faust"),
+                (
+                    10,
+                    11,
+                    Undecided::FullerName,
+                    "Thomas Woodrow Wilson",
+                    "Woodrow Wilson"
+                ),
+                (3, 4, Undecided::Surname, "Arthur C. Clarke", "Clarke's"),
+                (14, 15, Undecided::Plural, "Academy Awards", "Academy Award"),
+            ]
+        );
     }
 
     #[test]
