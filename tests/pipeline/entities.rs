@@ -152,6 +152,17 @@ async fn an_alias_the_text_gives_pairs_claims_across_documents() {
             "{listed}"
         );
     }
+    // The one pair the names put in doubt was decided by a person: nothing waits.
+    let out = env.relata(&["entities", "undecided", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let waiting: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(waiting, serde_json::json!([]));
+    let out = env.relata(&["entities", "undecided"]);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("nothing waits for a person"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     let out = env.relata(&["entities", "list", "--name", "alphaco"]);
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(

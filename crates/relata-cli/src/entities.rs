@@ -2,7 +2,7 @@
 //! re-resolution backfill, and a person's undo of a join.
 
 use anyhow::{Context, Result};
-use relata_store::entities::{CanonicalEntity, Resolution};
+use relata_store::entities::{CanonicalEntity, Resolution, UndecidedSide};
 
 use crate::config::Config;
 use crate::out::outln;
@@ -23,6 +23,19 @@ pub enum EntitiesCommand {
         #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
         limit: u32,
         /// Print JSON: an array of entities with their mentions.
+        #[arg(long)]
+        json: bool,
+    },
+    /// What waits for a person: pairs of entities whose names suggest one thing and that
+    /// no rule may join (one name under two types; a surname in one document and a full
+    /// name ending in it in another), most mentioned first, each side with the sentence
+    /// that writes it. Decide each with `join` or `separate`; a decided pair is not listed
+    /// again.
+    Undecided {
+        /// At most this many pairs.
+        #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+        limit: u32,
+        /// Print JSON: an array of pairs.
         #[arg(long)]
         json: bool,
     },
@@ -74,6 +87,7 @@ pub async fn run(config: &Config, cmd: EntitiesCommand) -> Result<u8> {
             limit,
             json,
         } => list(config, name.as_deref(), joined, limit, json).await,
+        EntitiesCommand::Undecided { limit, json } => undecided(config, limit, json).await,
         EntitiesCommand::Resolve { json } => resolve(config, json).await,
         EntitiesCommand::Join {
             entity,
@@ -118,6 +132,49 @@ fn reviewer(config: &Config, by: &str, note: &str, what: &str) -> Result<String>
         anyhow::bail!("--note: a {what} must say why");
     }
     Ok(reviewer.name().to_owned())
+}
+
+async fn undecided(config: &Config, limit: u32, json: bool) -> Result<u8> {
+    let store = store(config).await?;
+    let pairs = store
+        .undecided_pairs(limit as usize)
+        .await
+        .context("reading the undecided pairs")?;
+    if json {
+        outln!("{}", serde_json::to_string(&pairs)?)?;
+        return Ok(0);
+    }
+    if pairs.is_empty() {
+        outln!("nothing waits for a person: no two entities that no rule joined share a name")?;
+    }
+    for p in &pairs {
+        let side = |s: &UndecidedSide| {
+            format!(
+                "entity {} {:?} ({}; {} mentions, {} claims)",
+                s.entity_id, s.name, s.entity_type, s.mentions, s.claims
+            )
+        };
+        outln!("{}: {} / {}", p.why.as_str(), side(&p.a), side(&p.b))?;
+        for s in [&p.a, &p.b] {
+            outln!(
+                "  {:>6} document {}: {}",
+                s.mention_id,
+                s.document_id,
+                s.sentence.as_deref().map_or_else(
+                    || "(no sentence writes it)".to_owned(),
+                    |t| format!("{t:?}")
+                )
+            )?;
+        }
+        outln!(
+            "  one thing: relata entities join {} --to {} --by NAME --note WHY; two: relata entities separate {} --from {} --by NAME --note WHY",
+            p.b.mention_id,
+            p.a.mention_id,
+            p.b.mention_id,
+            p.a.mention_id
+        )?;
+    }
+    Ok(0)
 }
 
 async fn resolve(config: &Config, json: bool) -> Result<u8> {

@@ -20,7 +20,9 @@
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use relata_core::{EntityType, closed_enum};
-use relata_validate::resolve::{Join, JoinRule, Mention, clusters, joins, name_key};
+use relata_validate::resolve::{
+    Join, JoinRule, Mention, Resolved, Undecided, clusters, joins, name_key, undecided,
+};
 use sqlx::Row;
 
 use crate::error::{Result, StoreError};
@@ -137,6 +139,33 @@ pub struct CanonicalEntity {
     pub documents: i64,
     pub claims: i64,
     pub mentions: Vec<ResolvedMention>,
+}
+
+/// Two entities the rules keep apart though their names suggest one thing: what waits
+/// for a person ([`Store::undecided_pairs`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct UndecidedPair {
+    pub why: Undecided,
+    pub a: UndecidedSide,
+    pub b: UndecidedSide,
+}
+
+/// One side of an [`UndecidedPair`]: the entity, and the mention of it that the pair is
+/// about, with the sentence its chunk writes it in.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct UndecidedSide {
+    /// The canonical entity (its first mention's id).
+    pub entity_id: i64,
+    /// The mention the names pair (an entity row id, as `relata entities join` takes it).
+    pub mention_id: i64,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub entity_type: String,
+    pub document_id: i64,
+    /// The first sentence of the mention's chunk that writes its name, if one does.
+    pub sentence: Option<String>,
+    pub mentions: i64,
+    pub claims: i64,
 }
 
 /// A mention as loaded for resolution.
@@ -444,6 +473,114 @@ impl Store {
         });
         Ok(out)
     }
+}
+
+impl Store {
+    /// Pairs of canonical entities whose names suggest one thing and that no rule joined
+    /// ([`relata_validate::resolve::undecided`]): a name under two types, a surname in one
+    /// document and a full name in another. A pair a person kept apart (a separation
+    /// between any of their mentions that still holds) is decided and not listed. The
+    /// pairs with the most mentions come first; at most `limit`.
+    pub async fn undecided_pairs(&self, limit: usize) -> Result<Vec<UndecidedPair>> {
+        let rows: Vec<(i64, i64, String, String, i64, i64)> = sqlx::query_as(
+            "SELECT r.canonical_id, e.id, e.name, r.entity_type, e.document_id, e.chunk_id
+               FROM entity_resolutions r JOIN entities e ON e.id = r.entity_id
+              ORDER BY r.canonical_id, e.id",
+        )
+        .fetch_all(&self.pool)
+        .await?;
+        let types: Vec<EntityType> = rows
+            .iter()
+            .map(|r| parse_label(r.3.clone()))
+            .collect::<Result<_>>()?;
+        let resolved: Vec<Resolved<'_>> = rows
+            .iter()
+            .zip(&types)
+            .map(|(r, &entity_type)| Resolved {
+                entity: r.0,
+                text: &r.2,
+                entity_type,
+            })
+            .collect();
+        let mut size: HashMap<i64, i64> = HashMap::new();
+        for r in &rows {
+            *size.entry(r.0).or_default() += 1;
+        }
+        let canonical_of: HashMap<i64, i64> = rows.iter().map(|r| (r.1, r.0)).collect();
+        let mut conn = self.pool.acquire().await?;
+        let apart: HashSet<(i64, i64)> = decisions(&mut conn)
+            .await?
+            .apart
+            .iter()
+            .filter_map(|(a, b)| {
+                let (a, b) = (*canonical_of.get(a)?, *canonical_of.get(b)?);
+                Some((a.min(b), a.max(b)))
+            })
+            .collect();
+        drop(conn);
+        let mut pairs: Vec<(i64, i64, Undecided, usize, usize)> = undecided(&resolved)
+            .into_iter()
+            .filter(|(a, b, ..)| !apart.contains(&(*a, *b)))
+            .collect();
+        pairs.sort_by_key(|(a, b, ..)| (std::cmp::Reverse(size[a] + size[b]), *a, *b));
+        pairs.truncate(limit);
+        let ids: Vec<i64> = pairs.iter().flat_map(|(a, b, ..)| [*a, *b]).collect();
+        let claims: HashMap<i64, i64> = sqlx::query_as(
+            "SELECT r.canonical_id, count(c.id)
+               FROM entity_resolutions r JOIN claims c ON c.entity_id = r.entity_id
+              WHERE r.canonical_id = ANY($1) GROUP BY r.canonical_id",
+        )
+        .bind(&ids)
+        .fetch_all(&self.pool)
+        .await?
+        .into_iter()
+        .collect();
+        let chunk_ids: Vec<i64> = pairs
+            .iter()
+            .flat_map(|(_, _, _, i, j)| [rows[*i].5, rows[*j].5])
+            .collect();
+        let chunks: HashMap<i64, String> =
+            sqlx::query_as("SELECT id, text FROM chunks WHERE id = ANY($1)")
+                .bind(&chunk_ids)
+                .fetch_all(&self.pool)
+                .await?
+                .into_iter()
+                .collect();
+        let side = |i: usize| {
+            let (entity, mention, name, entity_type, document_id, chunk_id) = &rows[i];
+            UndecidedSide {
+                entity_id: *entity,
+                mention_id: *mention,
+                name: name.clone(),
+                entity_type: entity_type.clone(),
+                document_id: *document_id,
+                sentence: chunks
+                    .get(chunk_id)
+                    .and_then(|text| sentence_naming(text, name)),
+                mentions: size[entity],
+                claims: claims.get(entity).copied().unwrap_or(0),
+            }
+        };
+        Ok(pairs
+            .into_iter()
+            .map(|(_, _, why, i, j)| UndecidedPair {
+                why,
+                a: side(i),
+                b: side(j),
+            })
+            .collect())
+    }
+}
+
+/// The first sentence of `text` that writes `name` (as written, or in another case).
+fn sentence_naming(text: &str, name: &str) -> Option<String> {
+    let at = text
+        .find(name)
+        .or_else(|| text.to_lowercase().find(&name.to_lowercase()))?;
+    relata_core::sentences::handled(text)
+        .into_iter()
+        .find(|&(s, e)| s <= at && at < e)
+        .map(|(s, e)| text[s..e].split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 impl Loaded {

@@ -310,3 +310,113 @@ async fn a_new_document_pairs_by_its_entity_and_resolves_as_a_full_resolve_would
     // The step beside the commit placed every mention where the full resolve does.
     assert_eq!(s.resolve_entities().await.unwrap().changed, 0);
 }
+
+#[tokio::test]
+async fn what_no_rule_decides_waits_for_a_person_until_one_decides() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let (hero, _) = doc_with(
+        s,
+        "f1",
+        "Faust opened the office called f1 in the legend.",
+        &[("Faust", "person")],
+    )
+    .await;
+    let (play, _) = doc_with(
+        s,
+        "f2",
+        "Faust opened the office called f2 on the stage.",
+        &[("Faust", "work")],
+    )
+    .await;
+    let (full, _) = doc_with(
+        s,
+        "c1",
+        "Arthur C. Clarke opened the office called c1 in Colombo.",
+        &[("Arthur C. Clarke", "person")],
+    )
+    .await;
+    let (short, _) = doc_with(
+        s,
+        "c2",
+        "Clarke opened the office called c2. The story was by Clarke.",
+        &[("Clarke", "person")],
+    )
+    .await;
+    // Traps: one place in two documents (the rule joins it: nothing to decide), and a
+    // place's name at the end of an event's (no person's surname).
+    doc_with(
+        s,
+        "g1",
+        "Georgia opened the office called g1.",
+        &[("Georgia", "location")],
+    )
+    .await;
+    doc_with(
+        s,
+        "g2",
+        "Georgia opened the office called g2.",
+        &[("Georgia", "location")],
+    )
+    .await;
+    doc_with(
+        s,
+        "p1",
+        "Paris opened the office called p1.",
+        &[("Paris", "location")],
+    )
+    .await;
+    doc_with(
+        s,
+        "p2",
+        "Treaty of Paris opened the office called p2.",
+        &[("Treaty of Paris", "event")],
+    )
+    .await;
+    s.resolve_entities().await.unwrap();
+
+    let pairs = s.undecided_pairs(50).await.unwrap();
+    let got: Vec<(&str, i64, i64)> = pairs
+        .iter()
+        .map(|p| (p.why.as_str(), p.a.mention_id, p.b.mention_id))
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            ("other_type", hero[0], play[0]),
+            ("surname", full[0], short[0]),
+        ],
+        "{pairs:#?}"
+    );
+    let faust = &pairs[0];
+    assert_eq!(
+        (faust.a.entity_type.as_str(), faust.b.entity_type.as_str()),
+        ("person", "work")
+    );
+    assert_eq!(
+        faust.a.sentence.as_deref(),
+        Some("Faust opened the office called f1 in the legend.")
+    );
+    assert_eq!((faust.a.mentions, faust.a.claims), (1, 1));
+    assert_eq!(
+        s.undecided_pairs(1).await.unwrap().len(),
+        1,
+        "the limit holds"
+    );
+
+    // A person decides each: the separated pair and the joined one leave the list, and
+    // a re-resolve does not bring them back.
+    s.separate_entities(
+        play[0],
+        hero[0],
+        "Ada",
+        "the hero and the play are two things",
+    )
+    .await
+    .unwrap();
+    s.join_entities(short[0], full[0], "Ada", "c2's story is Arthur C. Clarke's")
+        .await
+        .unwrap();
+    s.resolve_entities().await.unwrap();
+    assert_eq!(s.undecided_pairs(50).await.unwrap(), vec![]);
+}
