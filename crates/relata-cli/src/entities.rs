@@ -148,10 +148,15 @@ async fn undecided(config: &Config, limit: u32, json: bool) -> Result<u8> {
         outln!("nothing waits for a person: no two entities that no rule joined share a name")?;
     }
     for p in &pairs {
+        let count = |n: i64, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
         let side = |s: &UndecidedSide| {
             format!(
-                "entity {} {:?} ({}; {} mentions, {} claims)",
-                s.entity_id, s.name, s.entity_type, s.mentions, s.claims
+                "entity {} {:?} ({}; {}, {})",
+                s.entity_id,
+                s.name,
+                s.entity_type,
+                count(s.mentions, "mention"),
+                count(s.claims, "claim")
             )
         };
         outln!("{}: {} / {}", p.why.as_str(), side(&p.a), side(&p.b))?;
