@@ -151,6 +151,7 @@ fn real_model_corpus_mentions_join_by_rule_with_measured_precision() {
         .enumerate()
         .map(|(i, m)| Resolved {
             entity: predicted[i] as i64,
+            document: m.document,
             text: m.text,
             entity_type: m.entity_type,
         })
@@ -211,12 +212,16 @@ fn real_model_corpus_mentions_join_by_rule_with_measured_precision() {
     assert!(precision >= 0.85 && recall >= 0.78, "{precision} {recall}");
     assert!(b3_f >= 0.88, "B-cubed F1 {b3_f}");
     // Measured: listed for a person, other_type 25 (0 one thing: the types were right to
-    // keep them apart), surname 13 (2), fuller_name 10 (8), plural 4 (4); recall 0.862
-    // once a person joins the right ones.
+    // keep them apart), surname 13 (2), fuller_name 10 (8), plural 4 (4), partial_name 14
+    // (7); recall 0.875 once a person joins the right ones.
     assert!(
         listed_share[&Undecided::FullerName] >= 0.7,
         "{listed_share:?}"
     );
     assert!(listed_share[&Undecided::Plural] >= 0.75, "{listed_share:?}");
-    assert!(recall_after >= recall + 0.015, "{recall_after} {recall}");
+    assert!(
+        listed_share[&Undecided::PartialName] >= 0.4,
+        "{listed_share:?}"
+    );
+    assert!(recall_after >= recall + 0.03, "{recall_after} {recall}");
 }

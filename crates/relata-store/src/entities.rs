@@ -477,8 +477,9 @@ impl Store {
 
 impl Store {
     /// Pairs of canonical entities whose names suggest one thing and that no rule joined
-    /// ([`relata_validate::resolve::undecided`]): a name under two types, a surname in one
-    /// document and a full name in another. A pair a person kept apart (a separation
+    /// ([`relata_validate::resolve::undecided`]): a name under two types, a singular and a
+    /// plural, a person's name and a fuller form of it, a surname in one document and a
+    /// full name in another, a name that begins or ends a longer one of its document. A pair a person kept apart (a separation
     /// between any of their mentions that still holds) is decided and not listed. The
     /// pairs with the most mentions come first; at most `limit`.
     pub async fn undecided_pairs(&self, limit: usize) -> Result<Vec<UndecidedPair>> {
@@ -493,11 +494,14 @@ impl Store {
             .iter()
             .map(|r| parse_label(r.3.clone()))
             .collect::<Result<_>>()?;
+        let documents: Vec<String> = rows.iter().map(|r| r.4.to_string()).collect();
         let resolved: Vec<Resolved<'_>> = rows
             .iter()
             .zip(&types)
-            .map(|(r, &entity_type)| Resolved {
+            .zip(&documents)
+            .map(|((r, &entity_type), document)| Resolved {
                 entity: r.0,
+                document,
                 text: &r.2,
                 entity_type,
             })

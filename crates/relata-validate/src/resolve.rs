@@ -263,6 +263,9 @@ closed_enum! {
         /// One name in the singular and in the plural, of one type that is not a person
         /// ("Academy Award", "Academy Awards"; "Himalaya", "Himalayas").
         Plural = "plural",
+        /// In one document, a name (not a person's) that begins or ends a longer name
+        /// ("Acropolis", "Acropolis of Athens"; but also "Jordan", "Jordan River").
+        PartialName = "partial_name",
     }
 }
 
@@ -271,6 +274,8 @@ closed_enum! {
 pub struct Resolved<'a> {
     /// The entity it resolved to (any id that is the same for the entity's mentions).
     pub entity: i64,
+    /// The document it is in (any key that is the same for one document's mentions).
+    pub document: &'a str,
     pub text: &'a str,
     pub entity_type: EntityType,
 }
@@ -280,19 +285,6 @@ pub struct Resolved<'a> {
 /// rule joined: what waits for a person. Each pair is given once, under the first reason
 /// found; an entity's own mentions never pair.
 pub fn undecided(mentions: &[Resolved<'_>]) -> Vec<(i64, i64, Undecided, usize, usize)> {
-    let mut out = Vec::new();
-    let mut seen = std::collections::HashSet::new();
-    let mut push = |out: &mut Vec<_>, i: usize, j: usize, why| {
-        let (a, b) = (&mentions[i], &mentions[j]);
-        if a.entity == b.entity {
-            return;
-        }
-        let (i, j) = if a.entity < b.entity { (i, j) } else { (j, i) };
-        let key = (mentions[i].entity, mentions[j].entity);
-        if seen.insert(key) {
-            out.push((key.0, key.1, why, i, j));
-        }
-    };
     // The first mention of each name and type, per entity.
     let mut by_key: HashMap<String, Vec<usize>> = HashMap::new();
     for (i, m) in mentions.iter().enumerate() {
@@ -310,19 +302,60 @@ pub fn undecided(mentions: &[Resolved<'_>]) -> Vec<(i64, i64, Undecided, usize, 
     }
     let mut keys: Vec<&String> = by_key.keys().collect();
     keys.sort();
+    let mut found = Vec::new();
     for key in &keys {
         let list = &by_key[*key];
         for (p, &i) in list.iter().enumerate() {
             for &j in &list[p + 1..] {
                 if mentions[i].entity_type != mentions[j].entity_type {
-                    push(&mut out, i, j, Undecided::OtherType);
+                    found.push((i, j, Undecided::OtherType));
                 }
             }
         }
     }
-    // A one-word person's name against the full names of people that end in it.
-    let mut full_by_last: HashMap<&str, Vec<usize>> = HashMap::new();
+    people_pairs(mentions, &by_key, &keys, &mut found);
+    // The same name in the singular and the plural, of one type other than a person's
+    // ("Andrew" is no plural of "Andrews").
     for key in &keys {
+        for plural in [format!("{key}s"), format!("{key}es")] {
+            for &i in &by_key[*key] {
+                for &j in by_key.get(&plural).into_iter().flatten() {
+                    let (a, b) = (&mentions[i], &mentions[j]);
+                    if a.entity_type == b.entity_type && a.entity_type != EntityType::Person {
+                        found.push((i, j, Undecided::Plural));
+                    }
+                }
+            }
+        }
+    }
+    partial_names(mentions, &by_key, &keys, &mut found);
+    let mut seen = std::collections::HashSet::new();
+    let mut out = Vec::new();
+    for (i, j, why) in found {
+        let (a, b) = (mentions[i].entity, mentions[j].entity);
+        if a == b {
+            continue;
+        }
+        let (i, j) = if a < b { (i, j) } else { (j, i) };
+        let key = (mentions[i].entity, mentions[j].entity);
+        if seen.insert(key) {
+            out.push((key.0, key.1, why, i, j));
+        }
+    }
+    out
+}
+
+/// People's names: a fuller form of a name, then a surname against a full name ending in
+/// it. The fuller name comes first so that a pair is shown with the names that say most
+/// ("Woodrow Wilson" and "Thomas Woodrow Wilson", not "Wilson").
+fn people_pairs(
+    mentions: &[Resolved<'_>],
+    by_key: &HashMap<String, Vec<usize>>,
+    keys: &[&String],
+    found: &mut Vec<(usize, usize, Undecided)>,
+) {
+    let mut full_by_last: HashMap<&str, Vec<usize>> = HashMap::new();
+    for key in keys {
         for &i in &by_key[*key] {
             if mentions[i].entity_type == EntityType::Person
                 && let Some((_, last)) = key.rsplit_once(' ')
@@ -331,10 +364,8 @@ pub fn undecided(mentions: &[Resolved<'_>]) -> Vec<(i64, i64, Undecided, usize, 
             }
         }
     }
-    // A fuller name first: of two people's entities, the pair is shown with the names
-    // that say most ("Woodrow Wilson" and "Thomas Woodrow Wilson", not "Wilson").
     for surname in [false, true] {
-        for key in &keys {
+        for key in keys {
             let words: Vec<&str> = key.split(' ').collect();
             if (words.len() == 1) != surname {
                 continue;
@@ -351,29 +382,49 @@ pub fn undecided(mentions: &[Resolved<'_>]) -> Vec<(i64, i64, Undecided, usize, 
                     let other = name_key(mentions[j].text);
                     let other: Vec<&str> = other.split(' ').collect();
                     if surname {
-                        push(&mut out, i, j, Undecided::Surname);
+                        found.push((i, j, Undecided::Surname));
                     } else if other.len() > words.len() && in_order(&words, &other) {
-                        push(&mut out, i, j, Undecided::FullerName);
+                        found.push((i, j, Undecided::FullerName));
                     }
                 }
             }
         }
     }
-    // The same name in the singular and the plural, of one type other than a person's
-    // ("Andrew" is no plural of "Andrews").
-    for key in &keys {
-        for plural in [format!("{key}s"), format!("{key}es")] {
-            for &i in &by_key[*key] {
-                for &j in by_key.get(&plural).into_iter().flatten() {
-                    let (a, b) = (&mentions[i], &mentions[j]);
-                    if a.entity_type == b.entity_type && a.entity_type != EntityType::Person {
-                        push(&mut out, i, j, Undecided::Plural);
-                    }
+}
+
+/// In one document, a name that begins or ends a longer one, neither a person's (a
+/// person's short forms are `short_name`'s and `fuller_name`'s).
+fn partial_names(
+    mentions: &[Resolved<'_>],
+    by_key: &HashMap<String, Vec<usize>>,
+    keys: &[&String],
+    found: &mut Vec<(usize, usize, Undecided)>,
+) {
+    let mut by_document: HashMap<&str, Vec<usize>> = HashMap::new();
+    for key in keys {
+        for &i in &by_key[*key] {
+            if mentions[i].entity_type != EntityType::Person {
+                by_document.entry(mentions[i].document).or_default().push(i);
+            }
+        }
+    }
+    let mut documents: Vec<&&str> = by_document.keys().collect();
+    documents.sort();
+    for document in documents {
+        let list = &by_document[*document];
+        for &i in list {
+            let short = name_key(mentions[i].text);
+            let short: Vec<&str> = short.split(' ').collect();
+            for &j in list {
+                let long = name_key(mentions[j].text);
+                let long: Vec<&str> = long.split(' ').collect();
+                if long.len() > short.len() && (long.starts_with(&short) || long.ends_with(&short))
+                {
+                    found.push((i, j, Undecided::PartialName));
                 }
             }
         }
     }
-    out
 }
 
 /// Whether every word of `short` occurs in `long`, in order.
@@ -416,38 +467,47 @@ mod tests {
 
     #[test]
     fn what_no_rule_decides_is_put_before_a_person() {
-        use EntityType::{Concept, Event, Location, Person, Work};
-        let r = |entity, text, entity_type| Resolved {
+        use EntityType::{Concept, Event, Location, Other, Person, Work};
+        let r = |entity, document, text, entity_type| Resolved {
             entity,
+            document,
             text,
             entity_type,
         };
         let ms = [
-            r(2, "Faust", Work),
-            r(1, "Faust", Person),
-            r(3, "Arthur C. Clarke", Person),
-            r(4, "Clarke's", Person),
+            r(2, "faust-play", "Faust", Work),
+            r(1, "faust-legend", "Faust", Person),
+            r(3, "clarke", "Arthur C. Clarke", Person),
+            r(4, "sentinel", "Clarke's", Person),
             // One entity: never a pair with itself.
-            r(5, "Georgia", Location),
-            r(5, "the Georgia", Location),
-            // A place is no surname, and an event's name no person's.
-            r(6, "Paris", Location),
-            r(7, "Treaty of Paris", Event),
+            r(5, "atlanta", "Georgia", Location),
+            r(5, "florida", "the Georgia", Location),
+            // A place is no surname, and an event's name no person's; in two documents,
+            // no partial name either.
+            r(6, "louvre", "Paris", Location),
+            r(7, "revolution", "Treaty of Paris", Event),
             // Kept apart by a person: same name and type, not put back.
-            r(8, "Ada Lovelace", Person),
-            r(9, "Ada Lovelace", Person),
-            r(10, "Thomas Woodrow Wilson", Person),
-            r(11, "Woodrow Wilson", Person),
+            r(8, "lovelace", "Ada Lovelace", Person),
+            r(9, "engine", "Ada Lovelace", Person),
+            r(10, "wilson", "Thomas Woodrow Wilson", Person),
+            r(11, "addams", "Woodrow Wilson", Person),
             // Not in order, or another surname: no pair.
-            r(12, "Wilson Woodrow", Person),
-            r(13, "Woodrow Guthrie", Person),
-            r(14, "Academy Awards", Work),
-            r(15, "Academy Award", Work),
+            r(12, "addams", "Wilson Woodrow", Person),
+            r(13, "addams", "Woodrow Guthrie", Person),
+            r(14, "oscars", "Academy Awards", Work),
+            r(15, "berlin", "Academy Award", Work),
             // A person's name is no plural; nor is another type's.
-            r(16, "Andrew", Person),
-            r(17, "Andrews", Person),
-            r(18, "Himalaya", Location),
-            r(19, "Himalayas", Concept),
+            r(16, "andrews", "Andrew", Person),
+            r(17, "andrews", "Andrews", Person),
+            r(18, "himalaya", "Himalaya", Location),
+            r(19, "himalaya", "Himalayas", Concept),
+            // The start or the end of a longer name in one document, whatever the types:
+            // one thing ("Acropolis") or two ("Athens") for a person to say; never part
+            // of a word.
+            r(20, "acropolis", "Acropolis", Other),
+            r(21, "acropolis", "The Acropolis of Athens", Location),
+            r(22, "acropolis", "Athens", Location),
+            r(23, "acropolis", "Acro", Other),
         ];
         let got: Vec<(i64, i64, Undecided, &str, &str)> = undecided(&ms)
             .into_iter()
@@ -466,6 +526,20 @@ mod tests {
                 ),
                 (3, 4, Undecided::Surname, "Arthur C. Clarke", "Clarke's"),
                 (14, 15, Undecided::Plural, "Academy Awards", "Academy Award"),
+                (
+                    20,
+                    21,
+                    Undecided::PartialName,
+                    "Acropolis",
+                    "The Acropolis of Athens"
+                ),
+                (
+                    21,
+                    22,
+                    Undecided::PartialName,
+                    "The Acropolis of Athens",
+                    "Athens"
+                ),
             ]
         );
     }
