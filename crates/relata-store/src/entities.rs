@@ -550,6 +550,14 @@ impl Store {
                 .await?
                 .into_iter()
                 .collect();
+        // The names each chunk's mentions are written as: a side's sentence is one that
+        // writes its name on its own, not inside a longer name of the chunk.
+        let mut chunk_names: HashMap<i64, Vec<&str>> = HashMap::new();
+        for r in &rows {
+            if chunks.contains_key(&r.5) {
+                chunk_names.entry(r.5).or_default().push(&r.2);
+            }
+        }
         let side = |i: usize| {
             let (entity, mention, name, entity_type, document_id, chunk_id) = &rows[i];
             UndecidedSide {
@@ -558,9 +566,10 @@ impl Store {
                 name: name.clone(),
                 entity_type: entity_type.clone(),
                 document_id: *document_id,
-                sentence: chunks
-                    .get(chunk_id)
-                    .and_then(|text| sentence_naming(text, name)),
+                sentence: chunks.get(chunk_id).and_then(|text| {
+                    let names = chunk_names.get(chunk_id).map_or(&[][..], Vec::as_slice);
+                    sentence_naming(text, name, names)
+                }),
                 mentions: size[entity],
                 claims: claims.get(entity).copied().unwrap_or(0),
             }
@@ -576,10 +585,31 @@ impl Store {
     }
 }
 
-/// The first sentence of `text` that writes `name` (as written, or in another case).
-fn sentence_naming(text: &str, name: &str) -> Option<String> {
-    let at = text
-        .find(name)
+/// The first sentence of `text` that writes `name` as whole words and not inside one of
+/// the longer `names` ("Academy" in "the Academy's voting membership", not in "The Academy
+/// Awards"); failing that, the first that writes it at all (as written, or in another
+/// case).
+fn sentence_naming(text: &str, name: &str, names: &[&str]) -> Option<String> {
+    let inside_longer = |at: usize| {
+        names.iter().any(|longer| {
+            longer.len() > name.len()
+                && longer.contains(name)
+                && text
+                    .match_indices(longer)
+                    .any(|(s, l)| s <= at && at + name.len() <= s + l.len())
+        })
+    };
+    let mut from = 0;
+    let mut alone = None;
+    while let Some(at) = relata_core::names::find_word(&text[from..], name).map(|i| i + from) {
+        if !inside_longer(at) {
+            alone = Some(at);
+            break;
+        }
+        from = at + name.len();
+    }
+    let at = alone
+        .or_else(|| text.find(name))
         .or_else(|| text.to_lowercase().find(&name.to_lowercase()))?;
     relata_core::sentences::handled(text)
         .into_iter()

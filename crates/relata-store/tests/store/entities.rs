@@ -373,6 +373,15 @@ async fn what_no_rule_decides_waits_for_a_person_until_one_decides() {
         &[("Treaty of Paris", "event")],
     )
     .await;
+    // A short name whose first occurrence is inside the longer one: its side shows the
+    // sentence that writes it on its own.
+    let (acropolis, _) = doc_with(
+        s,
+        "a3",
+        "Acropolis of Athens opened the office called a3. The word Acropolis is Greek.",
+        &[("Acropolis of Athens", "location"), ("Acropolis", "other")],
+    )
+    .await;
     s.resolve_entities().await.unwrap();
 
     let pairs = s.undecided_pairs(50).await.unwrap();
@@ -385,8 +394,13 @@ async fn what_no_rule_decides_waits_for_a_person_until_one_decides() {
         vec![
             ("other_type", hero[0], play[0]),
             ("surname", full[0], short[0]),
+            ("partial_name", acropolis[0], acropolis[1]),
         ],
         "{pairs:#?}"
+    );
+    assert_eq!(
+        pairs[2].b.sentence.as_deref(),
+        Some("The word Acropolis is Greek.")
     );
     let faust = &pairs[0];
     assert_eq!(
@@ -418,5 +432,6 @@ async fn what_no_rule_decides_waits_for_a_person_until_one_decides() {
         .await
         .unwrap();
     s.resolve_entities().await.unwrap();
-    assert_eq!(s.undecided_pairs(50).await.unwrap(), vec![]);
+    let left = s.undecided_pairs(50).await.unwrap();
+    assert_eq!(left, pairs[2..].to_vec(), "only the undecided one is left");
 }
