@@ -162,7 +162,8 @@ pub struct UndecidedSide {
     #[serde(rename = "type")]
     pub entity_type: String,
     pub document_id: i64,
-    /// The first sentence of the mention's chunk that writes its name, if one does.
+    /// The first sentence of the mention's chunk that writes its name on its own (not
+    /// inside a longer name of the chunk), else the first that writes it, if one does.
     pub sentence: Option<String>,
     pub mentions: i64,
     pub claims: i64,
@@ -479,9 +480,10 @@ impl Store {
     /// Pairs of canonical entities whose names suggest one thing and that no rule joined
     /// ([`relata_validate::resolve::undecided`]): a name under two types, a singular and a
     /// plural, a person's name and a fuller form of it, a surname in one document and a
-    /// full name in another, a name that begins or ends a longer one of its document. A pair a person kept apart (a separation
-    /// between any of their mentions that still holds) is decided and not listed. The
-    /// pairs with the most mentions come first; at most `limit`.
+    /// full name in another, a name that begins or ends a longer one of its document. A
+    /// pair a person kept apart (a separation between any of their mentions that still
+    /// holds) is decided and not listed. The pairs with the most mentions come first; at
+    /// most `limit`.
     pub async fn undecided_pairs(&self, limit: usize) -> Result<Vec<UndecidedPair>> {
         let rows: Vec<(i64, i64, String, String, i64, i64)> = sqlx::query_as(
             "SELECT r.canonical_id, e.id, e.name, r.entity_type, e.document_id, e.chunk_id
