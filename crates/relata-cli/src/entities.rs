@@ -27,10 +27,11 @@ pub enum EntitiesCommand {
         json: bool,
     },
     /// What waits for a person: pairs of entities whose names suggest one thing and that
-    /// no rule may join (one name under two types; a surname in one document and a full
-    /// name ending in it in another), most mentioned first, each side with the sentence
-    /// that writes it. Decide each with `join` or `separate`; a decided pair is not listed
-    /// again.
+    /// no rule may join (one name under two types, a singular and a plural, a person's name
+    /// and a fuller form of it, a surname against a full name elsewhere, a name that begins
+    /// or ends a longer one of its document), most mentioned first, each side with the
+    /// sentence that writes it. Decide each with `join` or `separate`; a decided pair is
+    /// not listed again.
     Undecided {
         /// At most this many pairs.
         #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -145,7 +146,7 @@ async fn undecided(config: &Config, limit: u32, json: bool) -> Result<u8> {
         return Ok(0);
     }
     if pairs.is_empty() {
-        outln!("nothing waits for a person: no two entities that no rule joined share a name")?;
+        outln!("nothing waits for a person: no names suggest a join that no rule made")?;
     }
     for p in &pairs {
         let count = |n: i64, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
