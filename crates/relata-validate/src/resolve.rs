@@ -302,6 +302,13 @@ pub fn undecided(mentions: &[Resolved<'_>]) -> Vec<(i64, i64, Undecided, usize, 
     }
     let mut keys: Vec<&String> = by_key.keys().collect();
     keys.sort();
+    // Each listed mention's name, as the words of its key, read once.
+    let mut words_of: Vec<Vec<&str>> = vec![Vec::new(); mentions.len()];
+    for (key, list) in &by_key {
+        for &i in list {
+            words_of[i] = key.split(' ').collect();
+        }
+    }
     let mut found = Vec::new();
     for key in &keys {
         let list = &by_key[*key];
@@ -313,7 +320,7 @@ pub fn undecided(mentions: &[Resolved<'_>]) -> Vec<(i64, i64, Undecided, usize, 
             }
         }
     }
-    people_pairs(mentions, &by_key, &keys, &mut found);
+    people_pairs(mentions, &by_key, &keys, &words_of, &mut found);
     // The same name in the singular and the plural, of one type other than a person's
     // ("Andrew" is no plural of "Andrews").
     for key in &keys {
@@ -328,7 +335,7 @@ pub fn undecided(mentions: &[Resolved<'_>]) -> Vec<(i64, i64, Undecided, usize, 
             }
         }
     }
-    partial_names(mentions, &by_key, &keys, &mut found);
+    partial_names(mentions, &by_key, &keys, &words_of, &mut found);
     let mut seen = std::collections::HashSet::new();
     let mut out = Vec::new();
     for (i, j, why) in found {
@@ -352,6 +359,7 @@ fn people_pairs(
     mentions: &[Resolved<'_>],
     by_key: &HashMap<String, Vec<usize>>,
     keys: &[&String],
+    words_of: &[Vec<&str>],
     found: &mut Vec<(usize, usize, Undecided)>,
 ) {
     let mut full_by_last: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -366,11 +374,11 @@ fn people_pairs(
     }
     for surname in [false, true] {
         for key in keys {
-            let words: Vec<&str> = key.split(' ').collect();
-            if (words.len() == 1) != surname {
-                continue;
-            }
             for &i in &by_key[*key] {
+                let words = &words_of[i];
+                if (words.len() == 1) != surname {
+                    continue;
+                }
                 if mentions[i].entity_type != EntityType::Person {
                     continue;
                 }
@@ -379,11 +387,10 @@ fn people_pairs(
                     .into_iter()
                     .flatten()
                 {
-                    let other = name_key(mentions[j].text);
-                    let other: Vec<&str> = other.split(' ').collect();
+                    let other = &words_of[j];
                     if surname {
                         found.push((i, j, Undecided::Surname));
-                    } else if other.len() > words.len() && in_order(&words, &other) {
+                    } else if other.len() > words.len() && in_order(words, other) {
                         found.push((i, j, Undecided::FullerName));
                     }
                 }
@@ -398,6 +405,7 @@ fn partial_names(
     mentions: &[Resolved<'_>],
     by_key: &HashMap<String, Vec<usize>>,
     keys: &[&String],
+    words_of: &[Vec<&str>],
     found: &mut Vec<(usize, usize, Undecided)>,
 ) {
     let mut by_document: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -413,13 +421,10 @@ fn partial_names(
     for document in documents {
         let list = &by_document[*document];
         for &i in list {
-            let short = name_key(mentions[i].text);
-            let short: Vec<&str> = short.split(' ').collect();
+            let short = &words_of[i];
             for &j in list {
-                let long = name_key(mentions[j].text);
-                let long: Vec<&str> = long.split(' ').collect();
-                if long.len() > short.len() && (long.starts_with(&short) || long.ends_with(&short))
-                {
+                let long = &words_of[j];
+                if long.len() > short.len() && (long.starts_with(short) || long.ends_with(short)) {
                     found.push((i, j, Undecided::PartialName));
                 }
             }
