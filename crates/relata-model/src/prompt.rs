@@ -459,18 +459,23 @@ fn p9_subjects(source: &str, title: Option<&str>, names: &[String]) -> Vec<Vec<S
     let all = relata_core::names::candidates(source, title);
     let shown = relata_core::referents::shown(source, title, &spans, &all);
     let title = title.and_then(|t| relata_core::names::title_in(source, t));
+    // Read in lower case once, not once for every name.
+    let lowered: Vec<String> = shown.iter().map(|s| s.to_lowercase()).collect();
+    let lowered_names: Vec<String> = names.iter().map(|n| n.to_lowercase()).collect();
     (0..shown.len())
         .map(|k| {
             let refers = relata_core::referents::reference(&shown[k], &all).is_some();
             names
                 .iter()
-                .filter(|n| {
-                    mentions(&shown[k], n)
+                .zip(&lowered_names)
+                .filter(|(n, low)| {
+                    mentions_lowered(&lowered[k], low)
                         || (refers
                             && (title == Some(n.as_str())
-                                || k.checked_sub(1).is_some_and(|p| mentions(&shown[p], n))))
+                                || k.checked_sub(1)
+                                    .is_some_and(|p| mentions_lowered(&lowered[p], low))))
                 })
-                .cloned()
+                .map(|(n, _)| n.clone())
                 .collect()
         })
         .collect()
@@ -479,12 +484,17 @@ fn p9_subjects(source: &str, title: Option<&str>, names: &[String]) -> Vec<Vec<S
 /// Whether `text` mentions `name` as whole words, in any case and in the plural as well
 /// ("In sculpture, academic art is …" mentions "Academic art"; "Action films are …"
 /// mentions "Action film").
+#[cfg(test)]
 fn mentions(text: &str, name: &str) -> bool {
-    let (text, name) = (text.to_lowercase(), name.to_lowercase());
+    mentions_lowered(&text.to_lowercase(), &name.to_lowercase())
+}
+
+/// [`mentions`], for a text and a name already in lower case.
+fn mentions_lowered(text: &str, name: &str) -> bool {
     !name.is_empty()
-        && ["", "s", "es"].iter().any(|plural| {
-            relata_core::names::find_word(&text, &format!("{name}{plural}")).is_some()
-        })
+        && ["", "s", "es"]
+            .iter()
+            .any(|plural| relata_core::names::find_word(text, &format!("{name}{plural}")).is_some())
 }
 
 fn schema_sent_keyed(
