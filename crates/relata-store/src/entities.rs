@@ -21,7 +21,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use relata_core::{EntityType, closed_enum};
 use relata_validate::resolve::{
-    Join, JoinRule, Mention, Resolved, Undecided, clusters, joins, name_key, undecided,
+    Described, Join, JoinRule, Mention, Resolved, Undecided, clusters, name_key, resolve, undecided,
 };
 use sqlx::Row;
 
@@ -31,7 +31,7 @@ use crate::{Store, parse_label};
 
 /// Bumped when a rule changes what it joins; stored with each row, so a store resolved by
 /// older rules can be told apart (and is re-resolved by `relata entities resolve`).
-pub const RULES_VERSION: i32 = 1;
+pub const RULES_VERSION: i32 = 2;
 
 /// Held exclusively by a full resolve, shared by the step beside each commit.
 const RESOLUTION_LOCK: &str = "entity-resolution";
@@ -71,6 +71,9 @@ pub struct ResolveSummary {
     pub changed: u64,
     /// Joins a recorded separation kept from being made.
     pub kept_apart: u64,
+    /// Mentions `same_name` kept from the first entity of their name because their
+    /// documents describe another thing (`relata_validate::resolve::Described`).
+    pub described_apart: u64,
 }
 
 /// One resolved mention, as [`Store::canonical_entities`] lists it.
@@ -165,6 +168,9 @@ pub struct UndecidedSide {
     /// The first sentence of the mention's chunk that writes its name on its own (not
     /// inside a longer name of the chunk), else the first that writes it, if one does.
     pub sentence: Option<String>,
+    /// What the mention's document describes the name as, where it says (two sides
+    /// of one name and type are apart because these differ).
+    pub described: Described,
     pub mentions: i64,
     pub claims: i64,
 }
@@ -174,6 +180,7 @@ struct Loaded {
     id: i64,
     revision_id: i64,
     document: String,
+    title: Option<String>,
     name: String,
     start: usize,
     entity_type: EntityType,
@@ -187,13 +194,15 @@ struct Placement {
     joined_to: Option<i64>,
     evidence: Option<Evidence>,
     name_key: String,
+    described: Described,
 }
 
 /// What [`loaded`] reads of a mention: its row and its chunk (to place it in the text).
 macro_rules! load_mentions {
     () => {
-        "SELECT e.id, e.revision_id, e.name, e.entity_type, ch.start_byte, ch.text
-         FROM entities e JOIN chunks ch ON ch.id = e.chunk_id "
+        "SELECT e.id, e.revision_id, e.name, e.entity_type, ch.start_byte, ch.text, d.title
+         FROM entities e JOIN chunks ch ON ch.id = e.chunk_id
+         JOIN documents d ON d.id = e.document_id "
     };
 }
 
@@ -213,15 +222,24 @@ impl Store {
         let texts = revision_texts(&mut tx, &mentions).await?;
         let decided = decisions(&mut tx).await?;
         let as_mentions: Vec<Mention> = mentions.iter().map(Loaded::mention).collect();
-        let mut found = joins(&as_mentions, |doc| texts.get(doc).map(String::as_str));
+        let resolution = resolve(
+            &as_mentions,
+            |doc| texts.get(doc).map(String::as_str),
+            &HashMap::new(),
+        );
+        let mut found = resolution.joins;
         found.extend(person_joins(&mentions, &decided.together));
         let (kept, kept_apart) = respect_separations(&mentions, found, &decided.apart);
-        let placements = place(&mentions, &kept, &texts);
+        let mut placements = place(&mentions, &kept, &texts);
+        for (p, d) in placements.iter_mut().zip(resolution.described) {
+            p.described = d;
+        }
         let changed = write(&mut tx, mentions.iter().zip(&placements)).await?;
         tx.commit().await?;
         let mut summary = summarize(&placements);
         summary.changed = changed;
         summary.kept_apart = kept_apart;
+        summary.described_apart = resolution.kept_apart.len() as u64;
         Ok(summary)
     }
 
@@ -270,9 +288,9 @@ impl Store {
                 .await?;
         }
         // The neighbourhood a new mention can join: its revision's mentions (the in-text
-        // rules) and, for its name, the first resolved mention of each type — the one
-        // `same_name` joins every later mention to — found by index, however many
-        // mentions share the name.
+        // rules) and, for its name and each type, the first resolved mention of each entity of that name —
+        // the ones `same_name` joins a later mention to, unless their documents describe
+        // another thing.
         let types: Vec<&str> = EntityType::ALL.iter().map(|t| t.as_str()).collect();
         let rows = sqlx::query(concat!(
             load_mentions!(),
@@ -281,9 +299,10 @@ impl Store {
                   FROM unnest($2::text[]) AS k(key)
                   CROSS JOIN unnest($3::text[]) AS t(entity_type)
                   CROSS JOIN LATERAL (
-                      SELECT r.entity_id FROM entity_resolutions r
+                      SELECT DISTINCT ON (r.canonical_id) r.entity_id
+                        FROM entity_resolutions r
                        WHERE r.name_key = k.key AND r.entity_type = t.entity_type
-                       ORDER BY r.entity_id LIMIT 1) f)
+                       ORDER BY r.canonical_id, r.entity_id) f)
              ORDER BY e.id"
         ))
         .bind(&revisions)
@@ -293,14 +312,35 @@ impl Store {
         .await?;
         let near = loaded(&rows)?;
         let known = known_placements(&mut tx, &near).await?;
-        // Only the new mentions' own revisions can give an in-text join.
+        // Only the new mentions' own revisions can give an in-text join; an existing
+        // entity's mentions are compared by what their documents were read as.
         let texts = revision_texts(&mut tx, &fresh).await?;
+        let described = entity_descriptions(&mut tx, &keys).await?;
+        let as_described: HashMap<usize, Described> = near
+            .iter()
+            .enumerate()
+            .filter_map(|(i, m)| {
+                let canonical = known.get(&m.id)?;
+                let key = (*canonical, name_key(&m.name), m.entity_type.as_str());
+                Some((i, described.get(&key)?.clone()))
+            })
+            .collect();
         let decided = decisions(&mut tx).await?;
         let as_mentions: Vec<Mention> = near.iter().map(Loaded::mention).collect();
-        let mut found = joins(&as_mentions, |doc| texts.get(doc).map(String::as_str));
+        let resolution = resolve(
+            &as_mentions,
+            |doc| texts.get(doc).map(String::as_str),
+            &as_described,
+        );
+        let mut found = resolution.joins;
         found.extend(person_joins(&near, &decided.together));
         let (kept, _) = respect_separations(&near, found, &decided.apart);
-        let placements = attach(&near, &kept, &texts, &known);
+        let mut placements = attach(&near, &kept, &texts, &known);
+        for (p, d) in placements.iter_mut().zip(resolution.described) {
+            if let Some(p) = p {
+                p.described = d;
+            }
+        }
         let changed = write(
             &mut tx,
             near.iter()
@@ -478,15 +518,28 @@ impl Store {
 
 impl Store {
     /// Pairs of canonical entities whose names suggest one thing and that no rule joined
-    /// ([`relata_validate::resolve::undecided`]): a name under two types, a singular and a
+    /// ([`relata_validate::resolve::undecided`]): one name and type whose documents
+    /// describe two things, a name under two types, a singular and a
     /// plural, a person's name and a fuller form of it, a surname in one document and a
     /// full name in another, a name that begins or ends a longer one of its document. A
     /// pair a person kept apart (a separation between any of their mentions that still
     /// holds) is decided and not listed. The pairs with the most mentions come first; at
     /// most `limit`.
     pub async fn undecided_pairs(&self, limit: usize) -> Result<Vec<UndecidedPair>> {
-        let rows: Vec<(i64, i64, String, String, i64, i64)> = sqlx::query_as(
-            "SELECT r.canonical_id, e.id, e.name, r.entity_type, e.document_id, e.chunk_id
+        type Row = (
+            i64,
+            i64,
+            String,
+            String,
+            i64,
+            i64,
+            Option<String>,
+            Option<String>,
+            Option<String>,
+        );
+        let rows: Vec<Row> = sqlx::query_as(
+            "SELECT r.canonical_id, e.id, e.name, r.entity_type, e.document_id, e.chunk_id,
+                    r.described_title, r.described_longer, r.described_kind
                FROM entity_resolutions r JOIN entities e ON e.id = r.entity_id
               ORDER BY r.canonical_id, e.id",
         )
@@ -513,17 +566,7 @@ impl Store {
             *size.entry(r.0).or_default() += 1;
         }
         let canonical_of: HashMap<i64, i64> = rows.iter().map(|r| (r.1, r.0)).collect();
-        let mut conn = self.pool.acquire().await?;
-        let apart: HashSet<(i64, i64)> = decisions(&mut conn)
-            .await?
-            .apart
-            .iter()
-            .filter_map(|(a, b)| {
-                let (a, b) = (*canonical_of.get(a)?, *canonical_of.get(b)?);
-                Some((a.min(b), a.max(b)))
-            })
-            .collect();
-        drop(conn);
+        let apart = self.separated_entities(&canonical_of).await?;
         let mut pairs: Vec<(i64, i64, Undecided, usize, usize)> = undecided(&resolved)
             .into_iter()
             .filter(|(a, b, ..)| !apart.contains(&(*a, *b)))
@@ -531,16 +574,7 @@ impl Store {
         pairs.sort_by_key(|(a, b, ..)| (std::cmp::Reverse(size[a] + size[b]), *a, *b));
         pairs.truncate(limit);
         let ids: Vec<i64> = pairs.iter().flat_map(|(a, b, ..)| [*a, *b]).collect();
-        let claims: HashMap<i64, i64> = sqlx::query_as(
-            "SELECT r.canonical_id, count(c.id)
-               FROM entity_resolutions r JOIN claims c ON c.entity_id = r.entity_id
-              WHERE r.canonical_id = ANY($1) GROUP BY r.canonical_id",
-        )
-        .bind(&ids)
-        .fetch_all(&self.pool)
-        .await?
-        .into_iter()
-        .collect();
+        let claims = self.claims_by_entity(&ids).await?;
         let chunk_ids: Vec<i64> = pairs
             .iter()
             .flat_map(|(_, _, _, i, j)| [rows[*i].5, rows[*j].5])
@@ -561,7 +595,8 @@ impl Store {
             }
         }
         let side = |i: usize| {
-            let (entity, mention, name, entity_type, document_id, chunk_id) = &rows[i];
+            let (entity, mention, name, entity_type, document_id, chunk_id, title, longer, kind) =
+                &rows[i];
             UndecidedSide {
                 entity_id: *entity,
                 mention_id: *mention,
@@ -572,6 +607,11 @@ impl Store {
                     let names = chunk_names.get(chunk_id).map_or(&[][..], Vec::as_slice);
                     sentence_naming(text, name, names)
                 }),
+                described: Described {
+                    title: title.clone(),
+                    longer: longer.clone(),
+                    kind: kind.clone(),
+                },
                 mentions: size[entity],
                 claims: claims.get(entity).copied().unwrap_or(0),
             }
@@ -584,6 +624,38 @@ impl Store {
                 b: side(j),
             })
             .collect())
+    }
+
+    /// The pairs of entities (smaller id first) a person separated and that still hold,
+    /// from the mentions' entities `canonical_of`.
+    async fn separated_entities(
+        &self,
+        canonical_of: &HashMap<i64, i64>,
+    ) -> Result<HashSet<(i64, i64)>> {
+        let mut conn = self.pool.acquire().await?;
+        Ok(decisions(&mut conn)
+            .await?
+            .apart
+            .iter()
+            .filter_map(|(a, b)| {
+                let (a, b) = (*canonical_of.get(a)?, *canonical_of.get(b)?);
+                Some((a.min(b), a.max(b)))
+            })
+            .collect())
+    }
+
+    /// How many claims each of the entities `ids` has, over all its mentions.
+    async fn claims_by_entity(&self, ids: &[i64]) -> Result<HashMap<i64, i64>> {
+        Ok(sqlx::query_as(
+            "SELECT r.canonical_id, count(c.id)
+               FROM entity_resolutions r JOIN claims c ON c.entity_id = r.entity_id
+              WHERE r.canonical_id = ANY($1) GROUP BY r.canonical_id",
+        )
+        .bind(ids)
+        .fetch_all(&self.pool)
+        .await?
+        .into_iter()
+        .collect())
     }
 }
 
@@ -623,6 +695,7 @@ impl Loaded {
     fn mention(&self) -> Mention<'_> {
         Mention {
             document: &self.document,
+            title: self.title.as_deref(),
             text: &self.name,
             start: self.start,
             entity_type: self.entity_type,
@@ -645,6 +718,7 @@ fn loaded(rows: &[sqlx::postgres::PgRow]) -> Result<Vec<Loaded>> {
                 id: row.try_get("id")?,
                 revision_id,
                 document: revision_id.to_string(),
+                title: row.try_get("title")?,
                 start: usize::try_from(chunk_start).unwrap_or(0) + within,
                 entity_type: parse_label(row.try_get("entity_type")?)?,
                 name,
@@ -747,6 +821,51 @@ async fn known_placements(
     Ok(rows.into_iter().collect())
 }
 
+/// What the mentions of each entity of the names `keys` were described as, by entity, name
+/// and type: for each part, its first mention's that says it (as a `same_name` group
+/// reads its members).
+async fn entity_descriptions(
+    tx: &mut sqlx::PgConnection,
+    keys: &[String],
+) -> Result<HashMap<(i64, String, &'static str), Described>> {
+    type Row = (
+        i64,
+        String,
+        String,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    );
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT canonical_id, name_key, entity_type,
+                (array_agg(described_title ORDER BY entity_id)
+                    FILTER (WHERE described_title IS NOT NULL))[1],
+                (array_agg(described_longer ORDER BY entity_id)
+                    FILTER (WHERE described_longer IS NOT NULL))[1],
+                (array_agg(described_kind ORDER BY entity_id)
+                    FILTER (WHERE described_kind IS NOT NULL))[1]
+           FROM entity_resolutions
+          WHERE name_key = ANY($1)
+          GROUP BY canonical_id, name_key, entity_type",
+    )
+    .bind(keys)
+    .fetch_all(&mut *tx)
+    .await?;
+    rows.into_iter()
+        .map(|(canonical, key, entity_type, title, longer, kind)| {
+            let entity_type: EntityType = parse_label(entity_type)?;
+            Ok((
+                (canonical, key, entity_type.as_str()),
+                Described {
+                    title,
+                    longer,
+                    kind,
+                },
+            ))
+        })
+        .collect()
+}
+
 /// Drop the joins a separation forbids: first the direct ones; then, while a separated
 /// pair still ends up in one cluster through others, every join of the mention that was
 /// separated, so it stands alone. Returns the joins kept and how many were dropped.
@@ -833,6 +952,7 @@ fn attach(
                 joined_to: None,
                 evidence: None,
                 name_key: String::new(),
+                described: Described::default(),
             });
             queue.push_back(i);
         }
@@ -883,6 +1003,7 @@ fn founding(m: &Loaded) -> Placement {
         joined_to: None,
         evidence: None,
         name_key: name_key(&m.name),
+        described: Described::default(),
     }
 }
 
@@ -910,6 +1031,7 @@ fn joined(
         joined_to: Some(mentions[through].id),
         evidence,
         name_key: name_key(&m.name),
+        described: Described::default(),
     }
 }
 
@@ -946,29 +1068,37 @@ async fn write<'a>(
             .push(p.evidence.as_ref().map(|e| e.quote.clone()));
         cols.key.push(p.name_key.clone());
         cols.entity_type.push(m.entity_type.as_str());
+        cols.title.push(p.described.title.clone());
+        cols.longer.push(p.described.longer.clone());
+        cols.kind.push(p.described.kind.clone());
     }
     let written = sqlx::query(
         "INSERT INTO entity_resolutions AS r (entity_id, canonical_id, rule, joined_to,
              evidence_revision_id, evidence_start, evidence_end, evidence_quote, name_key,
-             entity_type, rules_version)
-         SELECT u.*, $11 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[],
-             $5::bigint[], $6::int[], $7::int[], $8::text[], $9::text[], $10::text[]) AS u
+             entity_type, described_title, described_longer, described_kind, rules_version)
+         SELECT u.*, $14 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[],
+             $5::bigint[], $6::int[], $7::int[], $8::text[], $9::text[], $10::text[],
+             $11::text[], $12::text[], $13::text[]) AS u
          ON CONFLICT (entity_id) DO UPDATE SET
              canonical_id = EXCLUDED.canonical_id, rule = EXCLUDED.rule,
              joined_to = EXCLUDED.joined_to,
              evidence_revision_id = EXCLUDED.evidence_revision_id,
              evidence_start = EXCLUDED.evidence_start, evidence_end = EXCLUDED.evidence_end,
              evidence_quote = EXCLUDED.evidence_quote, name_key = EXCLUDED.name_key,
-             entity_type = EXCLUDED.entity_type, rules_version = EXCLUDED.rules_version,
-             resolved_at = now()
+             entity_type = EXCLUDED.entity_type,
+             described_title = EXCLUDED.described_title,
+             described_longer = EXCLUDED.described_longer,
+             described_kind = EXCLUDED.described_kind,
+             rules_version = EXCLUDED.rules_version, resolved_at = now()
          WHERE (r.canonical_id, r.rule, r.joined_to, r.evidence_revision_id,
                 r.evidence_start, r.evidence_end, r.evidence_quote, r.name_key,
-                r.rules_version)
+                r.described_title, r.described_longer, r.described_kind, r.rules_version)
                IS DISTINCT FROM
                (EXCLUDED.canonical_id, EXCLUDED.rule, EXCLUDED.joined_to,
                 EXCLUDED.evidence_revision_id, EXCLUDED.evidence_start,
                 EXCLUDED.evidence_end, EXCLUDED.evidence_quote, EXCLUDED.name_key,
-                EXCLUDED.rules_version)",
+                EXCLUDED.described_title, EXCLUDED.described_longer,
+                EXCLUDED.described_kind, EXCLUDED.rules_version)",
     )
     .bind(&cols.entity)
     .bind(&cols.canonical)
@@ -980,6 +1110,9 @@ async fn write<'a>(
     .bind(&cols.ev_quote)
     .bind(&cols.key)
     .bind(&cols.entity_type)
+    .bind(&cols.title)
+    .bind(&cols.longer)
+    .bind(&cols.kind)
     .bind(RULES_VERSION)
     .execute(&mut *tx)
     .await?;
@@ -998,4 +1131,7 @@ struct Columns<'a> {
     ev_quote: Vec<Option<String>>,
     key: Vec<String>,
     entity_type: Vec<&'static str>,
+    title: Vec<Option<String>>,
+    longer: Vec<Option<String>>,
+    kind: Vec<Option<String>>,
 }

@@ -8,7 +8,9 @@
 //! The rules, each measured on the labelled mention set (`tests/data/mentions.json`,
 //! BENCHMARKS.md §3f):
 //! * [`JoinRule::SameName`] — the same name once normalised (Unicode composition, case,
-//!   spacing, a leading "the", a possessive), across documents.
+//!   spacing, a leading "the", a possessive), across documents, unless the documents
+//!   describe two things ([`Described`]: two qualified titles, two longer names a short
+//!   one stands for, two kinds of place).
 //! * [`JoinRule::AliasInText`] — two mentions of one document that the text itself gives
 //!   as names of one thing: `X (Y)`, `X, also known as Y`, `X, more commonly known as Y`,
 //!   `X, officially Y`, `X or Y`, `X, commonly abbreviated as Y`. The evidence is the byte
@@ -19,6 +21,10 @@
 use std::collections::HashMap;
 
 use relata_core::{EntityType, closed_enum};
+
+mod described;
+
+pub use described::{Apart, Described};
 
 closed_enum! {
     /// How two mentions were joined: by one of the rules, or by a person.
@@ -33,11 +39,12 @@ closed_enum! {
     }
 }
 
-/// A stored mention: the document it is in, its text exactly as written there and its
-/// UTF-8 byte offset, and its type.
+/// A stored mention: the document it is in and its title, its text exactly as written
+/// there and its UTF-8 byte offset, and its type.
 #[derive(Debug, Clone, Copy)]
 pub struct Mention<'a> {
     pub document: &'a str,
+    pub title: Option<&'a str>,
     pub text: &'a str,
     pub start: usize,
     pub entity_type: EntityType,
@@ -168,9 +175,53 @@ fn is_acronym(text: &str) -> bool {
     text.chars().count() >= 2 && text.chars().all(|c| c.is_uppercase() || c.is_ascii_digit())
 }
 
-/// Every join the rules make among `mentions`; `text_of` gives a document's text (for the
-/// alias rule's evidence). Joins are between mentions of the same type only.
+/// What the rules decide among a set of mentions.
+#[derive(Debug, Clone, Default)]
+pub struct Resolution {
+    /// Every join the rules make, between mentions of one type only.
+    pub joins: Vec<Join>,
+    /// What each mention's document describes it as (indexed like the mentions).
+    pub described: Vec<Described>,
+    /// The mentions `same_name` would have joined and did not (the later mention, the
+    /// first of the group it was kept from, and which reading kept them apart).
+    pub kept_apart: Vec<(usize, usize, Apart)>,
+}
+
+/// Every join the rules make among `mentions` ([`resolve`]'s joins).
 pub fn joins<'t>(mentions: &[Mention<'_>], text_of: impl Fn(&str) -> Option<&'t str>) -> Vec<Join> {
+    resolve(mentions, text_of, &HashMap::new()).joins
+}
+
+/// Resolve `mentions`: `text_of` gives a document's text (for the alias rule's evidence and
+/// what a document describes a name as); `known` gives, for a mention whose document is
+/// not read here (an existing entity's first mention, beside the commits), what its
+/// entity's mentions were described as.
+pub fn resolve<'t>(
+    mentions: &[Mention<'_>],
+    text_of: impl Fn(&str) -> Option<&'t str>,
+    known: &HashMap<usize, Described>,
+) -> Resolution {
+    let mut out = in_text_joins(mentions, &text_of);
+    let mut described = described::describe(mentions, &text_of, &out);
+    for (&i, d) in known {
+        if let Some(slot) = described.get_mut(i) {
+            slot.clone_from(d);
+        }
+    }
+    let kept_apart = same_name_joins(mentions, &described, &mut out);
+    Resolution {
+        joins: out,
+        described,
+        kept_apart,
+    }
+}
+
+/// The joins within a document, in text order: an alias the text gives, a short form after
+/// the full name.
+fn in_text_joins<'t>(
+    mentions: &[Mention<'_>],
+    text_of: &impl Fn(&str) -> Option<&'t str>,
+) -> Vec<Join> {
     let mut out = Vec::new();
     // Within a document, in text order.
     let mut by_doc: HashMap<&str, Vec<usize>> = HashMap::new();
@@ -221,33 +272,71 @@ pub fn joins<'t>(mentions: &[Mention<'_>], text_of: impl Fn(&str) -> Option<&'t 
             }
         }
     }
-    // The same name and type, in any documents: each mention joins the first one. A rule
-    // cannot tell "Georgia" the country from "Georgia" the state (both places); that is
-    // measured as this rule's precision and left to a person or an evidenced proposal.
-    let mut seen: HashMap<(String, EntityType), Vec<usize>> = HashMap::new();
+    out
+}
+
+/// The same name and type, in any documents: each mention joins the first mention of the
+/// first group of that name its documents do not describe as another thing, or founds a
+/// group. Where the documents say nothing ("Georgia" in a list of states), a rule cannot
+/// tell "Georgia" the country from "Georgia" the state; that is measured as this rule's
+/// precision and left to a person or an evidenced proposal.
+fn same_name_joins(
+    mentions: &[Mention<'_>],
+    described: &[Described],
+    out: &mut Vec<Join>,
+) -> Vec<(usize, usize, Apart)> {
+    struct Group {
+        first: usize,
+        described: Described,
+    }
+    let mut groups: HashMap<(String, EntityType), Vec<Group>> = HashMap::new();
+    let mut kept_apart = Vec::new();
     for (i, m) in mentions.iter().enumerate() {
         let key = name_key(m.text);
         if key.is_empty() {
             continue;
         }
-        let earlier = seen.entry((key, m.entity_type)).or_default();
-        if let Some(&j) = earlier.first() {
-            out.push(Join {
-                a: j,
-                b: i,
-                rule: JoinRule::SameName,
-                evidence: None,
+        let list = groups.entry((key, m.entity_type)).or_default();
+        let mut refused = None;
+        let mut joined = false;
+        for g in list.iter_mut() {
+            match g.described.apart_from(&described[i]) {
+                Some(why) => {
+                    refused.get_or_insert((i, g.first, why));
+                }
+                None => {
+                    out.push(Join {
+                        a: g.first,
+                        b: i,
+                        rule: JoinRule::SameName,
+                        evidence: None,
+                    });
+                    g.described.absorb(&described[i]);
+                    joined = true;
+                    break;
+                }
+            }
+        }
+        // The join the first group refused is the one the name alone would have made.
+        kept_apart.extend(refused);
+        if !joined {
+            list.push(Group {
+                first: i,
+                described: described[i].clone(),
             });
         }
-        earlier.push(i);
     }
-    out
+    kept_apart
 }
 
 closed_enum! {
     /// Why two entities the rules keep apart are put before a person: the names say they
     /// may be one thing, and no rule may decide it.
     pub enum Undecided: "undecided pair" {
+        /// The same name and type, which `same_name` kept apart because their documents
+        /// describe two things ([`Described`]: "the state of Georgia", "Georgia is a
+        /// country"); a person who knows better may join them.
+        DescribedApart = "described_apart",
         /// The same name, as [`JoinRule::SameName`] reads it, under two types ("Faust" the
         /// legend's hero and Goethe's play, or one of them mistyped): no rule joins across
         /// types.
@@ -314,9 +403,15 @@ pub fn undecided(mentions: &[Resolved<'_>]) -> Vec<(i64, i64, Undecided, usize, 
         let list = &by_key[*key];
         for (p, &i) in list.iter().enumerate() {
             for &j in &list[p + 1..] {
-                if mentions[i].entity_type != mentions[j].entity_type {
-                    found.push((i, j, Undecided::OtherType));
-                }
+                found.push((
+                    i,
+                    j,
+                    if mentions[i].entity_type == mentions[j].entity_type {
+                        Undecided::DescribedApart
+                    } else {
+                        Undecided::OtherType
+                    },
+                ));
             }
         }
     }
@@ -464,10 +559,102 @@ mod tests {
     fn m<'a>(document: &'a str, text: &'a str, start: usize, t: EntityType) -> Mention<'a> {
         Mention {
             document,
+            title: None,
             text,
             start,
             entity_type: t,
         }
+    }
+
+    #[test]
+    fn same_name_keeps_apart_what_the_documents_describe_as_two_things() {
+        use EntityType::{Location, Other, Person};
+        let texts: HashMap<&str, &str> = HashMap::from([
+            ("georgia", "Georgia is a country in the Caucasus."),
+            (
+                "atlanta",
+                "Atlanta is the capital of the U.S. state of Georgia.",
+            ),
+            ("florida", "Florida borders Georgia to the north."),
+            ("vinson", "He was a congressman from the state of Georgia."),
+            ("bp", "Blood pressure (BP) is the pressure of blood."),
+            ("clovis", "It dates to 13,050 years Before Present (BP)."),
+            ("mesolithic", "It spans 15,000 to 5,000 BP."),
+            ("fdr", "Franklin D. Roosevelt was president. Roosevelt won."),
+            (
+                "deal",
+                "Franklin Delano Roosevelt began it. Roosevelt spoke.",
+            ),
+            ("tr", "Theodore Roosevelt hunted. Roosevelt wrote."),
+            ("jin-1", "The Jin dynasty was an imperial dynasty."),
+            ("jin-2", "The Jin dynasty was a Jurchen-led dynasty."),
+        ]);
+        let at = |doc: &str, name: &str| texts[doc].rfind(name).unwrap();
+        let mention =
+            |document: &'static str, title: &'static str, text: &'static str, t| Mention {
+                document,
+                title: Some(title),
+                text,
+                start: at(document, text),
+                entity_type: t,
+            };
+        let ms = [
+            mention("georgia", "Georgia (country)", "Georgia", Location),
+            mention("atlanta", "Atlanta", "Georgia", Location),
+            mention("florida", "Florida", "Georgia", Location),
+            mention("vinson", "Vinson Massif", "Georgia", Location),
+            mention("bp", "Blood pressure", "Blood pressure", Other),
+            mention("bp", "Blood pressure", "BP", Other),
+            mention("clovis", "Clovis culture", "Before Present", Other),
+            mention("clovis", "Clovis culture", "BP", Other),
+            mention("mesolithic", "Mesolithic", "BP", Other),
+            mention(
+                "fdr",
+                "Franklin D. Roosevelt",
+                "Franklin D. Roosevelt",
+                Person,
+            ),
+            mention("fdr", "Franklin D. Roosevelt", "Roosevelt", Person),
+            mention("deal", "New Deal", "Franklin Delano Roosevelt", Person),
+            mention("deal", "New Deal", "Roosevelt", Person),
+            mention("tr", "Theodore Roosevelt", "Roosevelt", Person),
+            mention("jin-1", "Jin dynasty (266–420)", "Jin dynasty", Other),
+            mention("jin-2", "Jin dynasty (1115–1234)", "Jin dynasty", Other),
+        ];
+        let r = resolve(&ms, |d| texts.get(d).copied(), &HashMap::new());
+        let c = clusters(ms.len(), &r.joins);
+        let one = |a: usize, b: usize| c[a] == c[b];
+        // A country and a state; a list that says nothing joins the first.
+        assert!(!one(0, 1) && one(1, 3) && one(0, 2));
+        assert_eq!(r.described[1].kind.as_deref(), Some("state"));
+        // An acronym the text expands two ways; unexpanded, it joins the first.
+        assert!(!one(5, 7) && one(5, 8));
+        assert_eq!(r.described[7].longer.as_deref(), Some("before present"));
+        // One man's surname, with his full name written two ways; another man's, by
+        // his title.
+        assert!(one(10, 12) && !one(10, 13));
+        assert_eq!(
+            r.described[13].longer.as_deref(),
+            Some("theodore roosevelt")
+        );
+        // Two titles that qualify one name.
+        assert!(!one(14, 15));
+        let apart: Vec<(usize, usize, Apart)> = r.kept_apart.clone();
+        assert_eq!(
+            apart,
+            vec![
+                (1, 0, Apart::Kind),
+                (3, 0, Apart::Kind),
+                (7, 5, Apart::LongerName),
+                (13, 10, Apart::LongerName),
+                (15, 14, Apart::Title),
+            ]
+        );
+        // A mention whose document is not read takes what is known of its entity.
+        let known = HashMap::from([(2, r.described[1].clone())]);
+        let alone = resolve(&ms[..3], |d| texts.get(d).copied(), &known);
+        assert!(alone.joins.iter().all(|j| (j.a, j.b) != (0, 2)));
+        assert!(alone.joins.iter().any(|j| (j.a, j.b) == (1, 2)));
     }
 
     #[test]
@@ -491,7 +678,8 @@ mod tests {
             // no partial name either.
             r(6, "louvre", "Paris", Location),
             r(7, "revolution", "Treaty of Paris", Event),
-            // Kept apart by a person: same name and type, not put back.
+            // Same name and type, kept apart by what their documents say (or by a
+            // person: the store drops the pairs a person separated).
             r(8, "lovelace", "Ada Lovelace", Person),
             r(9, "engine", "Ada Lovelace", Person),
             r(10, "wilson", "Thomas Woodrow Wilson", Person),
@@ -521,6 +709,13 @@ mod tests {
         assert_eq!(
             got,
             vec![
+                (
+                    8,
+                    9,
+                    Undecided::DescribedApart,
+                    "Ada Lovelace",
+                    "Ada Lovelace"
+                ),
                 (1, 2, Undecided::OtherType, "Faust", "Faust"),
                 (
                     10,

@@ -435,3 +435,82 @@ async fn what_no_rule_decides_waits_for_a_person_until_one_decides() {
     let left = s.undecided_pairs(50).await.unwrap();
     assert_eq!(left, pairs[2..].to_vec(), "only the undecided one is left");
 }
+
+#[tokio::test]
+async fn one_name_its_documents_describe_as_two_things_stays_two_entities() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let georgia = [("Georgia", "location")];
+    let country = doc_with(
+        s,
+        "g1",
+        "Georgia is a country in the Caucasus. Georgia opened the office called g1 in the city.",
+        &georgia,
+    )
+    .await;
+    let state = doc_with(
+        s,
+        "g2",
+        "The U.S. state of Georgia opened the office called g2 in the city.",
+        &georgia,
+    )
+    .await;
+    // A document that says nothing of what it is joins the first.
+    let listed = doc_with(
+        s,
+        "g3",
+        "Georgia opened the office called g3 in the city.",
+        &georgia,
+    )
+    .await;
+    let summary = s.resolve_entities().await.unwrap();
+    assert_eq!(summary.canonical_entities, 2, "{summary:?}");
+    assert_eq!(summary.described_apart, 1, "{summary:?}");
+    let entities = s.canonical_entities(Some("georgia")).await.unwrap();
+    let ids = |id: i64| -> Vec<i64> {
+        let e = entities.iter().find(|e| e.id == id).unwrap();
+        e.mentions.iter().map(|m| m.entity_id).collect()
+    };
+    assert_eq!(ids(country.0[0]), [country.0[0], listed.0[0]]);
+    assert_eq!(ids(state.0[0]), [state.0[0]]);
+
+    // The pair waits for a person, each side with what its document says.
+    let pairs = s.undecided_pairs(50).await.unwrap();
+    assert_eq!(pairs.len(), 1, "{pairs:#?}");
+    assert_eq!(pairs[0].why.as_str(), "described_apart");
+    assert_eq!(
+        (
+            pairs[0].a.described.kind.as_deref(),
+            pairs[0].b.described.kind.as_deref()
+        ),
+        (Some("country"), Some("state"))
+    );
+
+    // Beside the commits, a later state joins the state, as the full resolve places it.
+    let later = doc_with(
+        s,
+        "g4",
+        "The state of Georgia opened the office called g4 in the city.",
+        &georgia,
+    )
+    .await;
+    assert_eq!(s.resolve_new_entities(&later.0).await.unwrap(), 1);
+    let entities = s.canonical_entities(Some("georgia")).await.unwrap();
+    let joined = entities
+        .iter()
+        .flat_map(|e| &e.mentions)
+        .find(|m| m.entity_id == later.0[0])
+        .unwrap();
+    assert_eq!(
+        (joined.rule, joined.joined_to),
+        (Resolution::SameName, Some(state.0[0]))
+    );
+    assert_eq!(s.resolve_entities().await.unwrap().changed, 0);
+
+    // A person who knows better may still join them.
+    s.join_entities(state.0[0], country.0[0], "Ada", "one Georgia after all")
+        .await
+        .unwrap();
+    assert_eq!(s.resolve_entities().await.unwrap().canonical_entities, 1);
+    assert!(s.undecided_pairs(50).await.unwrap().is_empty());
+}
