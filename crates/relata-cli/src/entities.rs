@@ -27,9 +27,10 @@ pub enum EntitiesCommand {
         json: bool,
     },
     /// What waits for a person: pairs of entities whose names suggest one thing and that
-    /// no rule may join (one name under two types, a singular and a plural, a person's name
-    /// and a fuller form of it, a surname against a full name elsewhere, a name that begins
-    /// or ends a longer one of its document), most mentioned first, each side with the
+    /// no rule may join (one name and type that the documents describe as two things, one
+    /// name under two types, a singular and a plural, a person's name and a fuller form of
+    /// it, a surname against a full name elsewhere, a name that begins or ends a longer one
+    /// of its document), most mentioned first, each side with the
     /// sentence that writes it. Decide each with `join` or `separate`; a decided pair is
     /// not listed again.
     Undecided {
@@ -171,6 +172,18 @@ async fn undecided(config: &Config, limit: u32, json: bool) -> Result<u8> {
                     |t| format!("{t:?}")
                 )
             )?;
+            let d = &s.described;
+            let said: Vec<String> = [
+                d.title.as_ref().map(|t| format!("titled {t:?}")),
+                d.longer.as_ref().map(|l| format!("short for {l:?}")),
+                d.kind.as_ref().map(|k| format!("called a {k}")),
+            ]
+            .into_iter()
+            .flatten()
+            .collect();
+            if !said.is_empty() {
+                outln!("         its document: {}", said.join(", "))?;
+            }
         }
         outln!(
             "  one thing: relata entities join {} --to {} --by NAME --note WHY; two: relata entities separate {} --from {} --by NAME --note WHY",
@@ -206,6 +219,12 @@ async fn resolve(config: &Config, json: bool) -> Result<u8> {
         outln!(
             "  {} joins kept apart by a person's separation",
             s.kept_apart
+        )?;
+    }
+    if s.described_apart > 0 {
+        outln!(
+            "  {} same-name joins not made: the documents describe another thing (relata entities undecided)",
+            s.described_apart
         )?;
     }
     Ok(0)
