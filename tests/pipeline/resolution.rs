@@ -251,13 +251,15 @@ fn real_model_corpus_mentions_join_by_rule_with_measured_precision() {
         "{apart_right:?}"
     );
     // Measured: listed for a person, described_apart 14 (0 one thing), other_type 30 (0:
-    // the types were right to keep them apart), surname 16 (3), fuller_name 10 (8), plural
-    // 4 (4), partial_name 14 (7); recall 0.866 once a person joins the right ones.
+    // the types were right to keep them apart), surname 6 (3; 16 before a surname its own
+    // entity's full name explains stopped being listed), fuller_name 10 (8), plural 4 (4),
+    // partial_name 14 (7); recall 0.866 once a person joins the right ones.
     assert!(
         listed_share[&Undecided::FullerName] >= 0.7,
         "{listed_share:?}"
     );
     assert!(listed_share[&Undecided::Plural] >= 0.75, "{listed_share:?}");
+    assert!(listed_share[&Undecided::Surname] >= 0.4, "{listed_share:?}");
     assert!(
         listed_share[&Undecided::PartialName] >= 0.4,
         "{listed_share:?}"

@@ -343,7 +343,9 @@ closed_enum! {
         OtherType = "other_type",
         /// A person named by one word in one entity, and a person whose full name ends in
         /// that word in another ("Clarke", "Arthur C. Clarke"): [`JoinRule::ShortName`]
-        /// joins a surname only within the document that gives the full name.
+        /// joins a surname only within the document that gives the full name. Not where
+        /// the one word's own entity holds a full name it is short for ("Johnson" with
+        /// "Lyndon B. Johnson" is not put against "Andrew Johnson").
         Surname = "surname",
         /// Two people's names of two words or more, one the other with names left out
         /// ("Woodrow Wilson", "Thomas Woodrow Wilson"; but also "John Adams", "John Quincy
@@ -458,12 +460,17 @@ fn people_pairs(
     found: &mut Vec<(usize, usize, Undecided)>,
 ) {
     let mut full_by_last: HashMap<&str, Vec<usize>> = HashMap::new();
+    // The one-word names an entity's own full names explain: "Johnson" of an entity that
+    // holds "Lyndon B. Johnson" is that man, not another Johnson.
+    let mut own_full: std::collections::HashSet<(i64, &str)> = std::collections::HashSet::new();
     for key in keys {
         for &i in &by_key[*key] {
             if mentions[i].entity_type == EntityType::Person
-                && let Some((_, last)) = key.rsplit_once(' ')
+                && let Some((first, last)) = key.rsplit_once(' ')
             {
                 full_by_last.entry(last).or_default().push(i);
+                own_full.insert((mentions[i].entity, last));
+                own_full.insert((mentions[i].entity, first.split(' ').next().unwrap_or(first)));
             }
         }
     }
@@ -484,7 +491,9 @@ fn people_pairs(
                 {
                     let other = &words_of[j];
                     if surname {
-                        found.push((i, j, Undecided::Surname));
+                        if !own_full.contains(&(mentions[i].entity, words[0])) {
+                            found.push((i, j, Undecided::Surname));
+                        }
                     } else if other.len() > words.len() && in_order(words, other) {
                         found.push((i, j, Undecided::FullerName));
                     }
@@ -701,6 +710,11 @@ mod tests {
             r(21, "acropolis", "The Acropolis of Athens", Location),
             r(22, "acropolis", "Athens", Location),
             r(23, "acropolis", "Acro", Other),
+            // A surname its own entity's full name explains is that person's: no pair
+            // with another of the name.
+            r(24, "lbj", "Lyndon B. Johnson", Person),
+            r(24, "lbj", "Johnson", Person),
+            r(25, "andrew", "Andrew Johnson", Person),
         ];
         let got: Vec<(i64, i64, Undecided, &str, &str)> = undecided(&ms)
             .into_iter()
