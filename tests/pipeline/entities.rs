@@ -95,6 +95,25 @@ async fn an_alias_the_text_gives_pairs_claims_across_documents() {
     assert_eq!(relations[0]["relation"], "contradicts");
     let claims: Vec<_> = export.iter().filter(|r| r["kind"] == "claim").collect();
     assert_eq!(claims.len(), 2);
+    // The alias carries what its document says it is short for; the other mentions say
+    // nothing and carry nothing.
+    let described: Vec<(&str, &serde_json::Value)> = export
+        .iter()
+        .filter(|r| r["kind"] == "entity")
+        .map(|r| (r["name"].as_str().unwrap(), &r["resolution"]["described"]))
+        .collect();
+    assert_eq!(
+        described,
+        [
+            ("Alpha Corporation", &serde_json::Value::Null),
+            (
+                "Alphaco",
+                &serde_json::json!({"longer": "alpha corporation"})
+            ),
+            ("Alphaco", &serde_json::Value::Null),
+        ],
+        "{export:#?}"
+    );
     assert_eq!(
         claims[0]["canonical_id"], claims[1]["canonical_id"],
         "{claims:#?}"

@@ -81,7 +81,8 @@ impl Store {
                     e.entity_type, m.id, m.job_id, m.model, m.prompt_version, m.schema_id,
                     m.schema_version, m.schema_sha256, m.started_at, coalesce(p.state, 'proposed'),
                     res.canonical_id, res.rule, res.joined_to, res.evidence_revision_id,
-                    res.evidence_start, res.evidence_end, res.evidence_quote
+                    res.evidence_start, res.evidence_end, res.evidence_quote,
+                    res.described_title, res.described_longer, res.described_kind
              FROM entities e JOIN model_calls m ON m.id = e.call_id
              JOIN documents d ON d.id = e.document_id
              LEFT JOIN entity_resolutions res ON res.entity_id = e.id
@@ -220,6 +221,10 @@ pub struct ExportResolution {
     pub rule: crate::entities::Resolution,
     pub joined_to: Option<i64>,
     pub evidence: Option<crate::entities::Evidence>,
+    /// What the mention's document says its name stands for, where it says (why two
+    /// mentions of one name may be two entities); left out when it says nothing.
+    #[serde(skip_serializing_if = "relata_validate::resolve::Described::is_empty")]
+    pub described: relata_validate::resolve::Described,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -305,6 +310,11 @@ fn entity(r: &PgRow) -> Result<ExportRecord> {
                 rule: parse_label(rule)?,
                 joined_to: r.try_get(18)?,
                 evidence: crate::entities::Evidence::read(r, [19, 20, 21, 22])?,
+                described: relata_validate::resolve::Described {
+                    title: r.try_get(23)?,
+                    longer: r.try_get(24)?,
+                    kind: r.try_get(25)?,
+                },
             }),
         },
         provenance: provenance(r, 7)?,

@@ -47,6 +47,11 @@ closed_enum! {
 }
 
 impl Described {
+    /// Whether the document says nothing of the name.
+    pub fn is_empty(&self) -> bool {
+        self.title.is_none() && self.longer.is_none() && self.kind.is_none()
+    }
+
     /// Which reading says the two are different things, if one does; a part only one side
     /// has says nothing.
     pub fn apart_from(&self, other: &Described) -> Option<Apart> {
