@@ -288,9 +288,9 @@ impl Store {
                 .await?;
         }
         // The neighbourhood a new mention can join: its revision's mentions (the in-text
-        // rules) and, for its name and each type, the first resolved mention of each entity of that name —
-        // the ones `same_name` joins a later mention to, unless their documents describe
-        // another thing.
+        // rules) and, for its name and each type, the first resolved mention of each
+        // entity of that name — the ones `same_name` joins a later mention to, unless
+        // their documents describe another thing.
         let types: Vec<&str> = EntityType::ALL.iter().map(|t| t.as_str()).collect();
         let rows = sqlx::query(concat!(
             load_mentions!(),
