@@ -739,13 +739,20 @@ pub fn candidates(text: &str, title: Option<&str>) -> Vec<String> {
     names
 }
 
+/// A title without a trailing disambiguation in parentheses ("Casablanca (film)" gives
+/// "Casablanca"), and whether it had one.
+pub fn unqualified_title(title: &str) -> (&str, bool) {
+    let title = title.trim();
+    match title.rfind(" (") {
+        Some(at) if title.ends_with(')') => (&title[..at], true),
+        _ => (title, false),
+    }
+}
+
 /// The title as the chunk writes it, without a trailing disambiguation in parentheses:
 /// found as written, or with its first letter's case changed.
 pub fn title_in<'t>(text: &'t str, title: &str) -> Option<&'t str> {
-    let title = match title.trim().rfind(" (") {
-        Some(at) if title.trim().ends_with(')') => &title.trim()[..at],
-        _ => title.trim(),
-    };
+    let (title, _) = unqualified_title(title);
     let mut first = title.chars();
     let head = first.next()?;
     let flipped: String = if head.is_uppercase() {

@@ -201,14 +201,16 @@ pub fn resolve<'t>(
     text_of: impl Fn(&str) -> Option<&'t str>,
     known: &HashMap<usize, Described>,
 ) -> Resolution {
-    let mut out = in_text_joins(mentions, &text_of);
-    let mut described = described::describe(mentions, &text_of, &out);
+    // Each mention's key, read once for all three steps.
+    let keys: Vec<String> = mentions.iter().map(|m| name_key(m.text)).collect();
+    let mut out = in_text_joins(mentions, &keys, &text_of);
+    let mut described = described::describe(mentions, &keys, &text_of, &out);
     for (&i, d) in known {
         if let Some(slot) = described.get_mut(i) {
             slot.clone_from(d);
         }
     }
-    let kept_apart = same_name_joins(mentions, &described, &mut out);
+    let kept_apart = same_name_joins(mentions, &keys, &described, &mut out);
     Resolution {
         joins: out,
         described,
@@ -220,6 +222,7 @@ pub fn resolve<'t>(
 /// the full name.
 fn in_text_joins<'t>(
     mentions: &[Mention<'_>],
+    keys: &[String],
     text_of: &impl Fn(&str) -> Option<&'t str>,
 ) -> Vec<Join> {
     let mut out = Vec::new();
@@ -236,7 +239,7 @@ fn in_text_joins<'t>(
         for (p, &i) in idx.iter().enumerate() {
             for &j in &idx[p + 1..] {
                 let (a, b) = (&mentions[i], &mentions[j]);
-                if a.entity_type != b.entity_type || name_key(a.text) == name_key(b.text) {
+                if a.entity_type != b.entity_type || keys[i] == keys[j] {
                     continue;
                 }
                 // The text names both, one right after the other, as one thing.
@@ -282,6 +285,7 @@ fn in_text_joins<'t>(
 /// precision and left to a person or an evidenced proposal.
 fn same_name_joins(
     mentions: &[Mention<'_>],
+    keys: &[String],
     described: &[Described],
     out: &mut Vec<Join>,
 ) -> Vec<(usize, usize, Apart)> {
@@ -289,14 +293,13 @@ fn same_name_joins(
         first: usize,
         described: Described,
     }
-    let mut groups: HashMap<(String, EntityType), Vec<Group>> = HashMap::new();
+    let mut groups: HashMap<(&str, EntityType), Vec<Group>> = HashMap::new();
     let mut kept_apart = Vec::new();
     for (i, m) in mentions.iter().enumerate() {
-        let key = name_key(m.text);
-        if key.is_empty() {
+        if keys[i].is_empty() {
             continue;
         }
-        let list = groups.entry((key, m.entity_type)).or_default();
+        let list = groups.entry((keys[i].as_str(), m.entity_type)).or_default();
         let mut refused = None;
         let mut joined = false;
         for g in list.iter_mut() {

@@ -277,23 +277,15 @@ fn bare(text: &str) -> &str {
         .unwrap_or(text)
 }
 
-/// A title less its qualifier in parentheses, and whether it had one.
-fn unqualified(title: &str) -> (&str, bool) {
-    let title = title.trim();
-    match title.strip_suffix(')').and_then(|t| t.rsplit_once(" (")) {
-        Some((name, _)) => (name.trim_end(), true),
-        None => (title, false),
-    }
-}
-
-/// What each of `mentions` is described as by its document (`text_of`) and title, with
-/// `in_text` the joins the in-text rules made among them.
+/// What each of `mentions` (with their [`name_key`]s, `keys`) is described as by its
+/// document (`text_of`) and title, with `in_text` the joins the in-text rules made among
+/// them.
 pub(super) fn describe<'t>(
     mentions: &[Mention<'_>],
+    keys: &[String],
     text_of: impl Fn(&str) -> Option<&'t str>,
     in_text: &[Join],
 ) -> Vec<Described> {
-    let keys: Vec<String> = mentions.iter().map(|m| name_key(m.text)).collect();
     let mut out = vec![Described::default(); mentions.len()];
     for j in in_text {
         if !matches!(j.rule, JoinRule::AliasInText | JoinRule::ShortName) {
@@ -312,7 +304,7 @@ pub(super) fn describe<'t>(
     for (i, m) in mentions.iter().enumerate() {
         let d = &mut out[i];
         if let Some(title) = m.title {
-            let (name, qualified) = unqualified(title);
+            let (name, qualified) = relata_core::names::unqualified_title(title);
             if qualified && name_key(name) == keys[i] {
                 d.title = Some(title.trim().to_owned());
             }
