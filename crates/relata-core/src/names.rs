@@ -7,7 +7,10 @@
 //! "de", "von", …) but never starting or ending with one, nor across a sentence's end; a
 //! possessive `'s` is left off ("Seurat's" gives "Seurat"); a run of two names joined by
 //! "and" ("Keir Dullea and Gary Lockwood") also gives each name alone, unless the first
-//! holds an "of" ("Academy of Motion Picture Arts and Sciences" is one name). A capitalised word that only opens a sentence
+//! holds an "of" ("Academy of Motion Picture Arts and Sciences" is one name); where the
+//! second is one adjective of a people or place that qualifies the lowercase word after
+//! the run ("the Great Depression and Mexican muralists"), only the first is a name. A
+//! capitalised word that only opens a sentence
 //! is a name when it is not one of the words sentences commonly open with ("The", "It",
 //! "In", "However", …, or an adverb in "-ly" or a participle in "-ed"): "Electrons are
 //! …" names electrons, "Filmed in Paris, …" names nothing. The document's title counts
@@ -611,6 +614,25 @@ fn title_tail(text: &str, spans: &[(usize, usize)], s: usize, e: usize) -> bool 
     })
 }
 
+/// The part of `run` before its "and" (or "&") when what follows is one adjective-like
+/// word that qualifies the lowercase word after the run (`next`): "Great Depression and
+/// Mexican" before "muralists".
+fn adjective_after_and<'r, 'a>(
+    run: &'r [Token<'a>],
+    next: Option<&Token<'a>>,
+) -> Option<&'r [Token<'a>]> {
+    let k = run.iter().position(|t| t.text == "and" || t.text == "&")?;
+    let (left, right) = (&run[..k], &run[k + 1..]);
+    let qualifies = next.is_some_and(|n| {
+        n.joined
+            && !n.opens
+            && n.text.starts_with(char::is_lowercase)
+            && !AFTER_A_NOUN.contains(&n.text)
+    });
+    (!left.is_empty() && right.len() == 1 && demonym_like(right[0].text) && qualifies)
+        .then_some(left)
+}
+
 /// Two names joined by "and" in `run` are also names alone, unless the first has an "of"
 /// ("Academy of Motion Picture Arts and Sciences" is one name) or either is a count ("One
 /// Thousand and One Nights"); the second never opens with a connector ("the Forty
@@ -719,6 +741,17 @@ pub fn candidates(text: &str, title: Option<&str>) -> Vec<String> {
                     })
                 });
         let (run_start, run_end) = (run[0].start, run[run.len() - 1].end);
+        // "the Great Depression and Mexican muralists": the word after "and" qualifies
+        // the lowercase noun after the run, so neither the run nor that word is a name;
+        // what stands before "and" still is, unless it qualifies the noun as well
+        // ("Spanish and Mexican authorities").
+        if let Some(left) = adjective_after_and(run, toks.get(last_name_word + 1)) {
+            if !(left.len() == 1 && demonym_like(left[0].text)) {
+                add(&mut names, &text[left[0].start..left[left.len() - 1].end]);
+            }
+            i = last_name_word + 1;
+            continue;
+        }
         if title_tail(text, &spans, run_start, run_end) {
             i = last_name_word + 1;
             continue;
@@ -824,6 +857,19 @@ mod tests {
                 "HAL 9000"
             ]
         );
+    }
+
+    #[test]
+    fn an_adjective_after_and_qualifies_the_noun_after_it() {
+        let text = "He drew on the Great Depression and Mexican muralists.";
+        assert_eq!(names(text), ["Great Depression"]);
+        let text = "Spanish and Mexican authorities met in Texas.";
+        assert_eq!(names(text), ["Texas"]);
+        // A name used as a noun, or a second name of more than one word, stays.
+        let text = "It sailed between Spain and Mexican ports. It joined Spain and Mexico.";
+        assert_eq!(names(text), ["Spain", "Spain and Mexico", "Mexico"]);
+        let text = "They fought the French and Indian War in America.";
+        assert!(names(text).contains(&"French and Indian War".to_owned()));
     }
 
     #[test]
