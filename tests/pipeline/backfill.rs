@@ -418,16 +418,16 @@ async fn an_extract_backfill_moves_a_store_from_p1_to_p2() {
     assert_eq!(current[0]["provenance"]["prompt_version"], "extract-p2");
 }
 
-/// A store extracted under `extract-p3` moves to the default, `extract-p9`, by a backfill:
+/// A store extracted under `extract-p3` moves to the default, `extract-p10`, by a backfill:
 /// the new job sends the chunk as numbered sentences and the `relata.extract` v3 schema,
-/// the p9 claims replace the p3 ones as current (the first sentence taken as shown, a
+/// the p10 claims replace the p3 ones as current (the first sentence taken as shown, a
 /// `null` statement), and the claim whose sentence began with "She" is stored
 /// standalone, about the entity the sentence before names.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_extract_backfill_moves_a_store_from_p3_to_the_default() {
     let options = FakeOptions {
         models: vec!["fake-model".into()],
-        // First match wins: only the p9 request speaks of numbered sentences.
+        // First match wins: only the p10 request speaks of numbered sentences.
         routes: vec![
             route(
                 "numbered sentences",
@@ -453,7 +453,7 @@ async fn an_extract_backfill_moves_a_store_from_p3_to_the_default() {
         .await;
     assert_eq!(worker.terminate(), Some(0));
 
-    env.set("RELATA_MODEL_EXTRACT_PROMPT", "extract-p9");
+    env.set("RELATA_MODEL_EXTRACT_PROMPT", "extract-p10");
     let run = json_out(&env.relata(&["backfill", "--task", "extract", "--json"]));
     assert_eq!(run["jobs_published"], 1, "{run}");
     let worker = env.spawn_worker(Task::Extract);
@@ -461,20 +461,20 @@ async fn an_extract_backfill_moves_a_store_from_p3_to_the_default() {
         .await;
     assert_eq!(worker.terminate(), Some(0));
 
-    let p9 = env
+    let p10 = env
         .chat_bodies()
         .into_iter()
         .filter(|b| b.contains("numbered sentences"))
         .collect::<Vec<_>>();
-    assert_eq!(p9.len(), 1, "one p9 request");
+    assert_eq!(p10.len(), 1, "one p10 request");
     // The v3 schema: claims keyed by the handles of the chunk's two sentences.
-    assert!(p9[0].contains(r#""required":["S1","S2"]"#), "{}", p9[0]);
+    assert!(p10[0].contains(r#""required":["S1","S2"]"#), "{}", p10[0]);
     // ... whose statements may be null (the sentence as shown).
-    assert!(p9[0].contains(r#""statement":{"anyOf":["#), "{}", p9[0]);
+    assert!(p10[0].contains(r#""statement":{"anyOf":["#), "{}", p10[0]);
     assert!(
-        p9[0].contains("S2: She won the Nobel Prize in Physics in 1903"),
+        p10[0].contains("S2: She won the Nobel Prize in Physics in 1903"),
         "{}",
-        p9[0]
+        p10[0]
     );
 
     let store = env.store().await;
@@ -487,8 +487,11 @@ async fn an_extract_backfill_moves_a_store_from_p3_to_the_default() {
     .unwrap();
     assert_eq!(calls.len(), 2, "{calls:?}");
     assert_eq!(calls[0].0, "extract-p3");
-    assert_eq!(calls[1].0, "extract-p9");
-    assert_ne!(calls[0].2, calls[1].2, "p9 sends another schema: {calls:?}");
+    assert_eq!(calls[1].0, "extract-p10");
+    assert_ne!(
+        calls[0].2, calls[1].2,
+        "p10 sends another schema: {calls:?}"
+    );
     assert!(calls.iter().all(|c| c.1 == "accepted"), "{calls:?}");
 
     let records = env.export();
@@ -510,11 +513,11 @@ async fn an_extract_backfill_moves_a_store_from_p3_to_the_default() {
         current,
         vec![
             (
-                "extract-p9".to_owned(),
+                "extract-p10".to_owned(),
                 "Marie Curie was a physicist and chemist.".to_owned()
             ),
             (
-                "extract-p9".to_owned(),
+                "extract-p10".to_owned(),
                 "Marie Curie won the Nobel Prize in Physics in 1903, with Pierre Curie.".to_owned()
             ),
         ],

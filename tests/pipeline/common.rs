@@ -79,7 +79,7 @@ impl Env {
             .env("RELATA_MODEL_NAME", "fake-model")
             .env("RELATA_MODEL_DIALECT", "json_schema")
             // These tests script responses that copy quotes (relata.extract v1); the
-            // default prompt's (extract-p9, v3) have their own, which set it.
+            // default prompt's (extract-p10, v3) have their own, which set it.
             .env("RELATA_MODEL_EXTRACT_PROMPT", "extract-p2")
             // ... and answers in relata.answer v1's shape (answer-p2's v2 has its own
             // test).
@@ -124,7 +124,7 @@ impl Env {
         env.set("RELATA_MODEL_URL", &var("RELATA_MODEL_URL"));
         env.set("RELATA_MODEL_NAME", &var("RELATA_MODEL_NAME"));
         env.set("RELATA_MODEL_DIALECT", "json_object_schema");
-        env.set("RELATA_MODEL_EXTRACT_PROMPT", "extract-p9");
+        env.set("RELATA_MODEL_EXTRACT_PROMPT", "extract-p10");
         env.set("RELATA_MODEL_ANSWER_PROMPT", "answer-p2");
         env.set("RELATA_MODEL_MAX_TOKENS", max_tokens);
         env.set("RELATA_MODEL_REQUEST_TIMEOUT_MS", "180000");

@@ -1,4 +1,4 @@
-//! The default configuration (`extract-p9`, `relata.extract` v3) through the whole
+//! The default configuration (`extract-p10`, `relata.extract` v3) through the whole
 //! pipeline: claims keyed by sentence handle, a sentence that reads alone as shown taken
 //! with a `null` statement, references resolved from the sentence before, entities stored and linked, a statement that keeps its pronoun refused, and
 //! pairs only between claims about one entity, held for a person.
@@ -23,7 +23,7 @@ fn options() -> FakeOptions {
             ),
             // Needles the prompt's own example does not hold (it is about a Harbor Bridge
             // too).
-            // extract-p9 shows "It opened" as "Harbor Bridge opened" (its example has
+            // extract-p10 shows "It opened" as "Harbor Bridge opened" (its example has
             // "S3: This bridge opened in 1932.").
             route(
                 "S3: Harbor Bridge opened in 1932",
@@ -46,7 +46,7 @@ fn options() -> FakeOptions {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_default_prompt_stores_standalone_claims_about_stored_entities() {
     let mut env = Env::new(options(), vec![]).await;
-    env.set("RELATA_MODEL_EXTRACT_PROMPT", "extract-p9");
+    env.set("RELATA_MODEL_EXTRACT_PROMPT", "extract-p10");
     let extract = env.spawn_worker(Task::Extract);
     let classify = env.spawn_worker(Task::Classify);
     env.ingest_titled(&[("Harbor Bridge".into(), BRIDGE_A.into())]);

@@ -1,4 +1,4 @@
-//! The whole pipeline in its default configuration (`extract-p9`) against real model
+//! The whole pipeline in its default configuration (`extract-p10`) against real model
 //! servers on a few real Wikipedia summaries: llama-cpp-python (SmolLM2-135M, or
 //! Qwen2.5-0.5B with `RELATA_REAL_MODEL=qwen`, prepared by `scripts/real-model.sh`) in
 //! the `json_object_schema` dialect, and llama.cpp's own `llama-server` (built from the

@@ -358,7 +358,7 @@ fn structured_remedy(e: &ModelError, cfg: &ModelConfig, family: ProviderFamily) 
             format!("{family} takes dialect {d}: --dialect {d}")
         }
         _ if refused && family.dialect() == Some(cfg.dialect) => format!(
-            "{family} takes dialect {} but refused this schema: see the server's message above; extract-p9 (the default) sends only what every server family compiles (RELATA_MODEL_EXTRACT_PROMPT)",
+            "{family} takes dialect {} but refused this schema: see the server's message above; extract-p10 (the default) sends only what every server family compiles (RELATA_MODEL_EXTRACT_PROMPT)",
             cfg.dialect
         ),
         (

@@ -57,10 +57,14 @@ relata_core::closed_enum! {
         /// names that sentence, as shown, contains (and, for a sentence that still refers
         /// back, the names the sentence before and the title give); a sentence with no
         /// name gets `null` ([`extract_schema_sent_p9`]). Under p8 a small model named
-        /// the document's topic as the subject of sentences about something else. The
-        /// default.
-        #[default]
+        /// the document's topic as the subject of sentences about something else.
         P9 = "extract-p9",
+        /// `extract-p9` with a sentence that opens with a name ("2001: A Space Odyssey is
+        /// …", "The Academy Awards, more commonly known as …") held to that name as its
+        /// subject ([`extract_schema_sent_p10`]): under p9 a small model named another
+        /// name the sentence mentions ("Arthur C. Clarke" for the film). The default.
+        #[default]
+        P10 = "extract-p10",
     }
 }
 
@@ -70,7 +74,9 @@ impl ExtractPrompt {
         match self {
             ExtractPrompt::P1 | ExtractPrompt::P2 | ExtractPrompt::P3 => relata_core::EXTRACT_V1,
             ExtractPrompt::P4 | ExtractPrompt::P5 => relata_core::EXTRACT_V2,
-            ExtractPrompt::P7 | ExtractPrompt::P8 | ExtractPrompt::P9 => relata_core::EXTRACT_V3,
+            ExtractPrompt::P7 | ExtractPrompt::P8 | ExtractPrompt::P9 | ExtractPrompt::P10 => {
+                relata_core::EXTRACT_V3
+            }
         }
     }
 
@@ -79,7 +85,7 @@ impl ExtractPrompt {
     const fn shows_sentences_as_read(self) -> bool {
         matches!(
             self,
-            ExtractPrompt::P7 | ExtractPrompt::P8 | ExtractPrompt::P9
+            ExtractPrompt::P7 | ExtractPrompt::P8 | ExtractPrompt::P9 | ExtractPrompt::P10
         )
     }
 
@@ -91,7 +97,7 @@ impl ExtractPrompt {
     pub const fn refusal(self, dialect: Dialect) -> Option<&'static str> {
         match (self, dialect) {
             (ExtractPrompt::P3, Dialect::JsonSchema) => Some(
-                "extract-p3 sends a tuple schema (prefixItems closed by items: false) that OpenAI, llama-server, Ollama and vLLM's xgrammar back-end refuse; with RELATA_MODEL_DIALECT=json_schema set RELATA_MODEL_EXTRACT_PROMPT=extract-p9 (the default), extract-p8, extract-p7, extract-p5 or extract-p4, or keep extract-p3 only with RELATA_MODEL_DIALECT=json_object_schema (llama-cpp-python) or none",
+                "extract-p3 sends a tuple schema (prefixItems closed by items: false) that OpenAI, llama-server, Ollama and vLLM's xgrammar back-end refuse; with RELATA_MODEL_DIALECT=json_schema set RELATA_MODEL_EXTRACT_PROMPT=extract-p10 (the default), extract-p9, extract-p8, extract-p7, extract-p5 or extract-p4, or keep extract-p3 only with RELATA_MODEL_DIALECT=json_object_schema (llama-cpp-python) or none",
             ),
             _ => None,
         }
@@ -102,7 +108,7 @@ impl ExtractPrompt {
 pub const PROBE_DOCUMENT: &str = "Ada Lovelace wrote the first computer program in 1843.";
 
 /// The default extraction prompt version.
-pub const EXTRACT_PROMPT_VERSION: &str = ExtractPrompt::P9.as_str();
+pub const EXTRACT_PROMPT_VERSION: &str = ExtractPrompt::P10.as_str();
 /// The classification prompt version: classify-p1's text, with a schema that binds each
 /// relation's handles to those sent and its count to the pairs asked for
 /// ([`classify_schema_sent`]).
@@ -424,7 +430,7 @@ pub fn extract_schema_sent_p4(
     title: Option<&str>,
     dialect: Dialect,
 ) -> serde_json::Value {
-    schema_sent_keyed(source, title, dialect, false, false)
+    schema_sent_keyed(source, title, dialect, false, Subjects::Any)
 }
 
 /// The schema sent with an `extract-p7` request: [`extract_schema_sent_p4`]'s, where a
@@ -434,7 +440,7 @@ pub fn extract_schema_sent_p7(
     title: Option<&str>,
     dialect: Dialect,
 ) -> serde_json::Value {
-    schema_sent_keyed(source, title, dialect, true, false)
+    schema_sent_keyed(source, title, dialect, true, Subjects::Any)
 }
 
 /// The schema sent with an `extract-p9` request: [`extract_schema_sent_p7`]'s, with each
@@ -447,7 +453,70 @@ pub fn extract_schema_sent_p9(
     title: Option<&str>,
     dialect: Dialect,
 ) -> serde_json::Value {
-    schema_sent_keyed(source, title, dialect, true, true)
+    schema_sent_keyed(source, title, dialect, true, Subjects::Contained)
+}
+
+/// The schema sent with an `extract-p10` request: [`extract_schema_sent_p9`]'s, with a
+/// sentence that opens with one of its names, followed by a copula, an auxiliary, a verb
+/// in "-ed", a comma or a parenthesis ("2001: A Space Odyssey is …", "The Academy Awards,
+/// more commonly known as …"), held to that name as its subject. A name followed by
+/// another word ("The Lisbon earthquake", "Seurat's work") names what the subject is
+/// about only in part, and keeps p9's choice; the gate judges the subject either way.
+pub fn extract_schema_sent_p10(
+    source: &str,
+    title: Option<&str>,
+    dialect: Dialect,
+) -> serde_json::Value {
+    schema_sent_keyed(source, title, dialect, true, Subjects::Opening)
+}
+
+/// Which names a sentence's subject is held to in the schema sent.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Subjects {
+    /// Any of the chunk's names (`extract-p4` to `extract-p8`).
+    Any,
+    /// The names the sentence contains ([`p9_subjects`]).
+    Contained,
+    /// Those, or the name the sentence opens with ([`opening_name`]).
+    Opening,
+}
+
+/// Words that, after a name opening a sentence, show the name is the whole subject.
+const AFTER_OPENING_NAME: &[&str] = &[
+    "is", "are", "was", "were", "has", "have", "had", "became", "becomes", "remains", "remained",
+    "can", "could", "will", "would", "may", "might", "must",
+];
+
+/// The name among `names` (any case, or its plural) that `sentence` opens with, after an
+/// optional article, when what follows shows it is the whole subject: a comma, a
+/// parenthesis, one of [`AFTER_OPENING_NAME`] or a verb in "-ed". The longest such name.
+fn opening_name<'n>(sentence: &str, names: &'n [String]) -> Option<&'n String> {
+    let s = sentence.trim_start();
+    let body = ["The ", "A ", "An "]
+        .iter()
+        .find_map(|a| s.strip_prefix(a))
+        .unwrap_or(s);
+    let lowered = body.to_lowercase();
+    names
+        .iter()
+        .filter(|n| {
+            let n = n.to_lowercase();
+            let Some(rest) = lowered.strip_prefix(n.as_str()) else {
+                return false;
+            };
+            let rest = ["es", "s"]
+                .iter()
+                .find_map(|p| rest.strip_prefix(p).filter(|r| r.starts_with([' ', ','])))
+                .unwrap_or(rest);
+            if rest.starts_with(',') || rest.starts_with(" (") {
+                return true;
+            }
+            let Some(next) = rest.strip_prefix(' ').and_then(|r| r.split(' ').next()) else {
+                return false;
+            };
+            AFTER_OPENING_NAME.contains(&next) || (next.len() > 4 && next.ends_with("ed"))
+        })
+        .max_by_key(|n| n.len())
 }
 
 /// For each of the chunk's sentences, as [`relata_core::referents::shown`] writes it,
@@ -481,6 +550,22 @@ fn p9_subjects(source: &str, title: Option<&str>, names: &[String]) -> Vec<Vec<S
         .collect()
 }
 
+/// [`p9_subjects`], with a sentence that opens with one of its names held to it
+/// ([`opening_name`]).
+fn p10_subjects(source: &str, title: Option<&str>, names: &[String]) -> Vec<Vec<String>> {
+    let spans = p4_sentences(source);
+    let all = relata_core::names::candidates(source, title);
+    let shown = relata_core::referents::shown(source, title, &spans, &all);
+    p9_subjects(source, title, names)
+        .into_iter()
+        .zip(&shown)
+        .map(|(here, sentence)| match opening_name(sentence, &here) {
+            Some(name) => vec![name.clone()],
+            None => here,
+        })
+        .collect()
+}
+
 /// Whether `text` mentions `name` as whole words, in any case and in the plural as well
 /// ("In sculpture, academic art is …" mentions "Academic art"; "Action films are …"
 /// mentions "Action film").
@@ -502,11 +587,15 @@ fn schema_sent_keyed(
     title: Option<&str>,
     dialect: Dialect,
     as_shown: bool,
-    per_sentence: bool,
+    per_sentence: Subjects,
 ) -> serde_json::Value {
     use relata_core::contract::bounds;
     let names = p4_names(source, title, dialect);
-    let subjects = per_sentence.then(|| p9_subjects(source, title, &names));
+    let subjects = match per_sentence {
+        Subjects::Any => None,
+        Subjects::Contained => Some(p9_subjects(source, title, &names)),
+        Subjects::Opening => Some(p10_subjects(source, title, &names)),
+    };
     let name = if names.is_empty() {
         serde_json::json!({"type": "string", "minLength": bounds::NAME_MIN_CHARS,
                            "maxLength": sent_bounds::NAME_MAX_CHARS})
@@ -694,6 +783,7 @@ pub fn extract_messages(
             | ExtractPrompt::P7
             | ExtractPrompt::P8
             | ExtractPrompt::P9
+            | ExtractPrompt::P10
     ) {
         return extract_messages_p4(prompt, dialect, source, title);
     }
@@ -733,7 +823,8 @@ pub fn extract_messages(
         | ExtractPrompt::P5
         | ExtractPrompt::P7
         | ExtractPrompt::P8
-        | ExtractPrompt::P9 => format!(
+        | ExtractPrompt::P9
+        | ExtractPrompt::P10 => format!(
             "You extract facts from a document.\n\
              \"entities\": the named entities the document mentions, each with its name exactly as written \
              in the document and a type, one of: {types}.\n\
@@ -819,11 +910,7 @@ fn extract_messages_p4(
         .map(|t| t.as_str())
         .collect::<Vec<_>>()
         .join(", ");
-    let schema = match prompt {
-        ExtractPrompt::P7 | ExtractPrompt::P8 => extract_schema_sent_p7(source, title, dialect),
-        ExtractPrompt::P9 => extract_schema_sent_p9(source, title, dialect),
-        _ => extract_schema_sent_p4(source, title, dialect),
-    };
+    let schema = keyed_schema_sent(prompt, source, title, dialect);
     let note = match dialect {
         Dialect::None => format!(
             "\n\nReply with exactly one JSON object, no prose and no markdown, valid against this JSON Schema:\n{schema}"
@@ -883,6 +970,21 @@ fn extract_messages_p4(
         user: p4_user(&d, &lines, &names),
         schema: matches!(dialect, Dialect::JsonSchema | Dialect::JsonObjectSchema)
             .then_some(schema),
+    }
+}
+
+/// The schema sent with a request of `extract-p4` and after: each prompt's own.
+fn keyed_schema_sent(
+    prompt: ExtractPrompt,
+    source: &str,
+    title: Option<&str>,
+    dialect: Dialect,
+) -> serde_json::Value {
+    match prompt {
+        ExtractPrompt::P7 | ExtractPrompt::P8 => extract_schema_sent_p7(source, title, dialect),
+        ExtractPrompt::P9 => extract_schema_sent_p9(source, title, dialect),
+        ExtractPrompt::P10 => extract_schema_sent_p10(source, title, dialect),
+        _ => extract_schema_sent_p4(source, title, dialect),
     }
 }
 
@@ -1358,6 +1460,59 @@ mod tests {
     }
 
     #[test]
+    fn p10_holds_a_sentence_that_opens_with_a_name_to_it() {
+        let names: Vec<String> = [
+            "2001: A Space Odyssey",
+            "Arthur C. Clarke",
+            "Academy Awards",
+            "Oscars",
+            "Lisbon",
+            "Action film",
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        let opening = |s: &str| opening_name(s, &names).map(String::as_str);
+        assert_eq!(
+            opening("2001: A Space Odyssey is a 1968 film based on a story by Arthur C. Clarke."),
+            Some("2001: A Space Odyssey")
+        );
+        assert_eq!(
+            opening("The Academy Awards, more commonly known as the Oscars, are awards."),
+            Some("Academy Awards")
+        );
+        assert_eq!(
+            opening("Action films are often hybrids."),
+            Some("Action film")
+        );
+        assert_eq!(opening("Arthur C. Clarke wrote the novel."), None);
+        assert_eq!(opening("The Lisbon earthquake struck in 1755."), None);
+        assert_eq!(opening("Arthur C. Clarke's story was the basis."), None);
+        assert_eq!(opening("In 1968, Arthur C. Clarke published it."), None);
+
+        let text = "2001: A Space Odyssey is a 1968 film. \
+                    2001: A Space Odyssey is based on a story by Arthur C. Clarke.";
+        let title = Some("2001: A Space Odyssey");
+        let p9 = extract_schema_sent_p9(text, title, Dialect::JsonSchema);
+        let p10 = extract_schema_sent_p10(text, title, Dialect::JsonSchema);
+        let subject = |schema: &serde_json::Value| {
+            schema["properties"]["claims"]["properties"]["S2"]["anyOf"][0]["properties"]["subject"]
+                ["enum"]
+                .clone()
+        };
+        assert_eq!(
+            subject(&p9),
+            serde_json::json!(["2001: A Space Odyssey", "Arthur C. Clarke"])
+        );
+        assert_eq!(subject(&p10), serde_json::json!(["2001: A Space Odyssey"]));
+        // p9's words and lines; only the schema sent differs.
+        let m9 = extract_messages(ExtractPrompt::P9, Dialect::JsonSchema, text, title);
+        let m10 = extract_messages(ExtractPrompt::P10, Dialect::JsonSchema, text, title);
+        assert_eq!((&m10.system, &m10.user), (&m9.system, &m9.user));
+        assert_eq!(m10.schema, Some(p10));
+        assert_eq!(ExtractPrompt::P10.contract(), relata_core::EXTRACT_V3);
+    }
+
+    #[test]
     fn p8_is_p7_with_the_types_glossed_and_the_example_bridge_a_location() {
         let text = "The Harbor Bridge is in Norland. It opened\nin 1932.";
         let p7 = extract_messages(ExtractPrompt::P7, Dialect::JsonSchema, text, None);
@@ -1387,8 +1542,8 @@ mod tests {
         );
         let (a, b) = (p7.system.len(), p8.system.len());
         assert!(b > a, "{a} {b}");
-        assert_eq!(ExtractPrompt::default(), ExtractPrompt::P9);
-        assert_eq!(EXTRACT_PROMPT_VERSION, "extract-p9");
+        assert_eq!(ExtractPrompt::default(), ExtractPrompt::P10);
+        assert_eq!(EXTRACT_PROMPT_VERSION, "extract-p10");
     }
 
     #[test]

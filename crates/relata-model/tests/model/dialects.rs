@@ -282,7 +282,7 @@ fn p3_with_json_schema_is_refused_at_start_up() {
     let e = c.validate().unwrap_err().to_string();
     assert!(e.contains("RELATA_MODEL_EXTRACT_PROMPT"), "{e}");
     assert!(e.contains("extract-p3") && e.contains("json_schema"), "{e}");
-    assert!(e.contains("extract-p9"), "{e}");
+    assert!(e.contains("extract-p10"), "{e}");
     c.dialect = Dialect::JsonObjectSchema;
     c.validate().unwrap();
     c.dialect = Dialect::None;

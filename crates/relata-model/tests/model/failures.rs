@@ -25,7 +25,7 @@ async fn a_completion_is_returned_with_its_provenance_and_usage() {
     let r = &call.record;
     assert_eq!(r.attempts, 1);
     assert_eq!(r.outcome, CallEnd::Completed);
-    assert_eq!(r.prompt_version, "extract-p9");
+    assert_eq!(r.prompt_version, "extract-p10");
     assert_eq!(r.schema.id, "relata.extract");
     assert_eq!(r.schema.sha256, relata_core::EXTRACT_V3.sha256());
     assert_eq!(r.model, "fake-model");
@@ -33,7 +33,7 @@ async fn a_completion_is_returned_with_its_provenance_and_usage() {
     assert_eq!(r.usage.unwrap().prompt_tokens, 11);
     assert_eq!(
         r.task_version(),
-        relata_core::TaskVersion::new(&relata_core::EXTRACT_V3, "extract-p9", "fake-model")
+        relata_core::TaskVersion::new(&relata_core::EXTRACT_V3, "extract-p10", "fake-model")
     );
     assert_eq!(h.chat_count(), 1);
     assert_eq!(
