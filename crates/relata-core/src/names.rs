@@ -614,6 +614,50 @@ fn title_tail(text: &str, spans: &[(usize, usize)], s: usize, e: usize) -> bool 
     })
 }
 
+/// Small words a title keeps in lowercase ("Encounter in the Dawn").
+const TITLE_SMALL_WORDS: &[&str] = &[
+    "a", "an", "the", "of", "in", "on", "at", "to", "for", "from", "with", "and", "or", "by",
+    "into", "upon",
+];
+
+/// The longest quoted title [`quoted_titles`] takes, in words.
+const QUOTED_TITLE_WORDS: usize = 8;
+
+/// Byte spans of the titles the text quotes: two to [`QUOTED_TITLE_WORDS`] words between
+/// double quotes, the first and last capitalised, every other capitalised or one of
+/// [`TITLE_SMALL_WORDS`], with no punctuation inside ("\"Encounter in the Dawn\""). A quoted
+/// phrase in lowercase ("orature") or a quoted sentence is not one.
+fn quoted_titles(text: &str) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    let mut open: Option<usize> = None;
+    for (i, c) in text.char_indices() {
+        match (c, open) {
+            ('"' | '\u{201C}', None) => open = Some(i + c.len_utf8()),
+            ('"' | '\u{201D}', Some(s)) => {
+                open = None;
+                let inner = &text[s..i];
+                let words: Vec<&str> = inner.split(' ').collect();
+                let capitalised = |w: &str| w.starts_with(char::is_uppercase);
+                let title = (2..=QUOTED_TITLE_WORDS).contains(&words.len())
+                    && words.first().is_some_and(|w| capitalised(w))
+                    && words.last().is_some_and(|w| capitalised(w))
+                    && words.iter().all(|w| {
+                        !w.is_empty()
+                            && w.chars().all(|c| {
+                                c.is_alphanumeric() || matches!(c, '\'' | '\u{2019}' | '-')
+                            })
+                            && (capitalised(w) || TITLE_SMALL_WORDS.contains(w))
+                    });
+                if title {
+                    out.push((s, i));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 /// The part of `run` before its "and" (or "&") when what follows is one adjective-like
 /// word that qualifies the lowercase word after the run (`next`): "Great Depression and
 /// Mexican" before "muralists".
@@ -672,9 +716,18 @@ pub fn candidates(text: &str, title: Option<&str>) -> Vec<String> {
         spans = title_spans(text, found);
     }
     let toks = tokens(text);
+    let quoted = quoted_titles(text);
     let mut i = 0;
     while i < toks.len() {
         let t = toks[i];
+        // A quoted title is one name, small words and all ("Encounter in the Dawn").
+        if let Some(&(s, e)) = quoted.iter().find(|&&(s, e)| s <= t.start && t.end <= e) {
+            add(&mut names, &text[s..e]);
+            while i < toks.len() && toks[i].end <= e {
+                i += 1;
+            }
+            continue;
+        }
         let starts = capitalised(t.text) && !(t.opens && opener(t.text));
         if !starts {
             i += 1;
@@ -856,6 +909,21 @@ mod tests {
                 "Gary Lockwood",
                 "HAL 9000"
             ]
+        );
+    }
+
+    #[test]
+    fn a_quoted_title_is_one_name() {
+        let text = "Its plot was inspired by \"The Sentinel\" (1951) and \"Encounter in the Dawn\" (1953).";
+        assert_eq!(names(text), ["The Sentinel", "Encounter in the Dawn"]);
+        let text = "The single \u{201C}Hey Jude\u{201D} topped the charts in Britain.";
+        assert_eq!(names(text), ["Hey Jude", "Britain"]);
+        // A quoted word, a lowercase phrase or a sentence is no title.
+        let text =
+            "Oral literature (\"orature\") in Africa. He said \"We Will Win, Today.\" in Paris.";
+        assert_eq!(
+            names(text),
+            ["Oral", "Africa", "We Will Win", "Today", "Paris"]
         );
     }
 
