@@ -10,6 +10,7 @@
 //! holds an "of" ("Academy of Motion Picture Arts and Sciences" is one name); where the
 //! second is one adjective of a people or place that qualifies the lowercase word after
 //! the run ("the Great Depression and Mexican muralists"), only the first is a name. A
+//! title the text quotes is one name, small words and all ("Encounter in the Dawn"). A
 //! capitalised word that only opens a sentence
 //! is a name when it is not one of the words sentences commonly open with ("The", "It",
 //! "In", "However", …, or an adverb in "-ly" or a participle in "-ed"): "Electrons are
