@@ -477,7 +477,8 @@ enum Subjects {
     Any,
     /// The names the sentence contains ([`p9_subjects`]).
     Contained,
-    /// Those, or the name the sentence opens with ([`opening_name`]).
+    /// The name the sentence opens with, where it opens with one of those
+    /// ([`opening_name`]); else those.
     Opening,
 }
 
@@ -522,8 +523,14 @@ fn opening_name<'n>(sentence: &str, names: &'n [String]) -> Option<&'n String> {
 /// For each of the chunk's sentences, as [`relata_core::referents::shown`] writes it,
 /// the names among `names` it may be about: those it contains, and, where it still
 /// opens by referring back ("This method …"), those of the sentence before and the
-/// title, in `names`' order.
-fn p9_subjects(source: &str, title: Option<&str>, names: &[String]) -> Vec<Vec<String>> {
+/// title, in `names`' order. With `opening` (`extract-p10`), a sentence that opens with
+/// one of those names is held to it ([`opening_name`]).
+fn p9_subjects(
+    source: &str,
+    title: Option<&str>,
+    names: &[String],
+    opening: bool,
+) -> Vec<Vec<String>> {
     let spans = p4_sentences(source);
     let all = relata_core::names::candidates(source, title);
     let shown = relata_core::referents::shown(source, title, &spans, &all);
@@ -534,7 +541,7 @@ fn p9_subjects(source: &str, title: Option<&str>, names: &[String]) -> Vec<Vec<S
     (0..shown.len())
         .map(|k| {
             let refers = relata_core::referents::reference(&shown[k], &all).is_some();
-            names
+            let here: Vec<String> = names
                 .iter()
                 .zip(&lowered_names)
                 .filter(|(n, low)| {
@@ -545,23 +552,11 @@ fn p9_subjects(source: &str, title: Option<&str>, names: &[String]) -> Vec<Vec<S
                                     .is_some_and(|p| mentions_lowered(&lowered[p], low))))
                 })
                 .map(|(n, _)| n.clone())
-                .collect()
-        })
-        .collect()
-}
-
-/// [`p9_subjects`], with a sentence that opens with one of its names held to it
-/// ([`opening_name`]).
-fn p10_subjects(source: &str, title: Option<&str>, names: &[String]) -> Vec<Vec<String>> {
-    let spans = p4_sentences(source);
-    let all = relata_core::names::candidates(source, title);
-    let shown = relata_core::referents::shown(source, title, &spans, &all);
-    p9_subjects(source, title, names)
-        .into_iter()
-        .zip(&shown)
-        .map(|(here, sentence)| match opening_name(sentence, &here) {
-            Some(name) => vec![name.clone()],
-            None => here,
+                .collect();
+            match opening.then(|| opening_name(&shown[k], &here)).flatten() {
+                Some(name) => vec![name.clone()],
+                None => here,
+            }
         })
         .collect()
 }
@@ -593,8 +588,8 @@ fn schema_sent_keyed(
     let names = p4_names(source, title, dialect);
     let subjects = match per_sentence {
         Subjects::Any => None,
-        Subjects::Contained => Some(p9_subjects(source, title, &names)),
-        Subjects::Opening => Some(p10_subjects(source, title, &names)),
+        Subjects::Contained => Some(p9_subjects(source, title, &names, false)),
+        Subjects::Opening => Some(p9_subjects(source, title, &names, true)),
     };
     let name = if names.is_empty() {
         serde_json::json!({"type": "string", "minLength": bounds::NAME_MIN_CHARS,
