@@ -666,16 +666,27 @@ fn adjective_after_and<'r, 'a>(
     run: &'r [Token<'a>],
     next: Option<&Token<'a>>,
 ) -> Option<&'r [Token<'a>]> {
-    let k = run.iter().position(|t| t.text == "and" || t.text == "&")?;
-    let (left, right) = (&run[..k], &run[k + 1..]);
-    let qualifies = next.is_some_and(|n| {
+    let (left, right) = split_at_and(run)?;
+    (!left.is_empty() && right.len() == 1 && demonym_like(right[0].text) && qualifies_next(next))
+        .then_some(left)
+}
+
+/// Whether the token after an adjective-like word (`next`) is the lowercase word it
+/// qualifies ("American author"), not one that follows a name used as a noun ("Japan
+/// is", [`AFTER_A_NOUN`]).
+fn qualifies_next(next: Option<&Token<'_>>) -> bool {
+    next.is_some_and(|n| {
         n.joined
             && !n.opens
             && n.text.starts_with(char::is_lowercase)
             && !AFTER_A_NOUN.contains(&n.text)
-    });
-    (!left.is_empty() && right.len() == 1 && demonym_like(right[0].text) && qualifies)
-        .then_some(left)
+    })
+}
+
+/// `run` split at its first "and" (or "&"), that word left out.
+fn split_at_and<'r, 'a>(run: &'r [Token<'a>]) -> Option<(&'r [Token<'a>], &'r [Token<'a>])> {
+    let k = run.iter().position(|t| t.text == "and" || t.text == "&")?;
+    Some((&run[..k], &run[k + 1..]))
 }
 
 /// Two names joined by "and" in `run` are also names alone, unless the first has an "of"
@@ -683,11 +694,9 @@ fn adjective_after_and<'r, 'a>(
 /// Thousand and One Nights"); the second never opens with a connector ("the Forty
 /// Thieves").
 fn add_and_parts(names: &mut Vec<String>, text: &str, run: &[Token<'_>]) {
-    let Some(k) = run.iter().position(|t| t.text == "and" || t.text == "&") else {
+    let Some((left, right)) = split_at_and(run) else {
         return;
     };
-    let left = &run[..k];
-    let right = &run[k + 1..];
     let right = &right[right.iter().take_while(|t| connector(t.text)).count()..];
     let counted = |part: &[Token<'_>]| {
         part.first()
@@ -786,14 +795,7 @@ pub fn candidates(text: &str, title: Option<&str>) -> Vec<String> {
                 .iter()
                 .enumerate()
                 .filter(|(_, o)| o.text == t.text)
-                .all(|(k, _)| {
-                    toks.get(k + 1).is_some_and(|n| {
-                        n.joined
-                            && !n.opens
-                            && n.text.starts_with(char::is_lowercase)
-                            && !AFTER_A_NOUN.contains(&n.text)
-                    })
-                });
+                .all(|(k, _)| qualifies_next(toks.get(k + 1)));
         let (run_start, run_end) = (run[0].start, run[run.len() - 1].end);
         // "the Great Depression and Mexican muralists": the word after "and" qualifies
         // the lowercase noun after the run, so neither the run nor that word is a name;
