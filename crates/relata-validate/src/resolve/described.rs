@@ -169,10 +169,19 @@ fn proper_modifier(word: &str) -> bool {
 /// Airways").
 fn inside_longer_name(text: &str, at: usize, name: &str) -> bool {
     let capitalised = |w: &str| w.chars().next().is_some_and(char::is_uppercase);
-    let before = text[..at]
+    let name_word = |w: &str| capitalised(w) && !w.ends_with(['.', '!', '?', ':', ';']);
+    let mut words = text[..at]
         .strip_suffix(' ')
-        .and_then(|b| b.split_whitespace().next_back())
-        .is_some_and(|w| capitalised(w) && !w.ends_with(['.', '!', '?', ':', ';']));
+        .unwrap_or("")
+        .split_whitespace()
+        .rev();
+    // "Great Zimbabwe", and a name's tail after a connector: "Great Wall of China",
+    // "Kingdom of France", "Tour de France".
+    let before = match words.next() {
+        Some(w) if name_word(w) => true,
+        Some("of" | "de" | "du" | "del" | "la") => words.next().is_some_and(name_word),
+        _ => false,
+    };
     let after = text[at + name.len()..]
         .strip_prefix(' ')
         .and_then(|a| a.split_whitespace().next())
@@ -201,11 +210,16 @@ fn kind_at(text: &str, at: usize, name: &str) -> Option<&'static str> {
             return Some(kind);
         }
     }
+    // "… city, Victoria": an apposition, unless the kind is a named one's ("Zhejiang
+    // province, China" places the province in China).
     if text[..at].ends_with(", ")
         && let Some(kind) = before
             .first()
             .and_then(|w| w.strip_suffix(','))
             .and_then(kind_of)
+        && !before
+            .get(1)
+            .is_some_and(|w| w.chars().next().is_some_and(char::is_uppercase))
     {
         return Some(kind);
     }
@@ -303,10 +317,20 @@ pub(super) fn describe<'t>(
     let mut kinds: HashMap<(&str, &str), Option<&'static str>> = HashMap::new();
     for (i, m) in mentions.iter().enumerate() {
         let d = &mut out[i];
+        // A title's qualifier that is a kind ("Georgia (U.S. state)", "São Paulo
+        // (state)") gives the kind where the text gives none.
+        let mut title_kind = None;
         if let Some(title) = m.title {
             let (name, qualified) = relata_core::names::unqualified_title(title);
             if qualified && name_key(name) == keys[i] {
                 d.title = Some(title.trim().to_owned());
+                title_kind = title.trim()[name.len()..]
+                    .trim()
+                    .trim_start_matches('(')
+                    .trim_end_matches(')')
+                    .rsplit(' ')
+                    .next()
+                    .and_then(kind_of);
             }
             let words: Vec<&str> = name
                 .split_whitespace()
@@ -330,6 +354,9 @@ pub(super) fn describe<'t>(
                 .entry((m.document, name))
                 .or_insert_with(|| kind_in(text, name))
                 .map(str::to_owned);
+        }
+        if d.kind.is_none() && m.entity_type != EntityType::Person {
+            d.kind = title_kind.map(str::to_owned);
         }
     }
     out
@@ -400,6 +427,19 @@ mod tests {
         );
         assert_eq!(k("Paris was the capital of the empire.", "Paris"), None);
         assert_eq!(k("It borders Georgia to the north.", "Georgia"), None);
+        // A named province placed in a country; a name's tail.
+        assert_eq!(
+            k("Hefei is the capital of Anhui province, China.", "China"),
+            None
+        );
+        assert_eq!(
+            k(
+                "The Great Wall of China is a series of fortifications.",
+                "China"
+            ),
+            None
+        );
+        assert_eq!(k("The Kingdom of France was a state.", "France"), None);
         // Two kinds in one text: it says nothing.
         assert_eq!(
             k(
