@@ -31,7 +31,7 @@ use crate::{Store, parse_label};
 
 /// Bumped when a rule changes what it joins; stored with each row, so a store resolved by
 /// older rules can be told apart (and is re-resolved by `relata entities resolve`).
-pub const RULES_VERSION: i32 = 2;
+pub const RULES_VERSION: i32 = 3;
 
 /// Held exclusively by a full resolve, shared by the step beside each commit.
 const RESOLUTION_LOCK: &str = "entity-resolution";
@@ -289,8 +289,10 @@ impl Store {
         }
         // The neighbourhood a new mention can join: its revision's mentions (the in-text
         // rules) and, for its name and each type, the first resolved mention of each
-        // entity of that name — the ones `same_name` joins a later mention to, unless
-        // their documents describe another thing.
+        // entity of that name — the ones `same_name` joins a later mention to — and every
+        // mention of the name whose document said what it stands for: with their own
+        // descriptions they rebuild the groups `same_name` keeps apart, and their
+        // documents are what a mention whose document says nothing is compared with.
         let types: Vec<&str> = EntityType::ALL.iter().map(|t| t.as_str()).collect();
         let rows = sqlx::query(concat!(
             load_mentions!(),
@@ -303,6 +305,11 @@ impl Store {
                         FROM entity_resolutions r
                        WHERE r.name_key = k.key AND r.entity_type = t.entity_type
                        ORDER BY r.canonical_id, r.entity_id) f)
+               OR e.id IN
+               (SELECT r.entity_id FROM entity_resolutions r
+                 WHERE r.name_key = ANY($2)
+                   AND (r.described_title IS NOT NULL OR r.described_longer IS NOT NULL
+                        OR r.described_kind IS NOT NULL))
              ORDER BY e.id"
         ))
         .bind(&revisions)
@@ -312,19 +319,18 @@ impl Store {
         .await?;
         let near = loaded(&rows)?;
         let known = known_placements(&mut tx, &near).await?;
-        // Only the new mentions' own revisions can give an in-text join; an existing
-        // entity's mentions are compared by what their documents were read as.
-        let texts = revision_texts(&mut tx, &fresh).await?;
-        let described = entity_descriptions(&mut tx, &keys).await?;
+        // The new mentions' revisions give the in-text joins and their descriptions; an
+        // existing mention keeps what its document was read as, and only the documents of
+        // those that said something are read again, to compare with.
         let as_described: HashMap<usize, Described> = near
             .iter()
             .enumerate()
-            .filter_map(|(i, m)| {
-                let canonical = known.get(&m.id)?;
-                let key = (*canonical, name_key(&m.name), m.entity_type.as_str());
-                Some((i, described.get(&key)?.clone()))
-            })
+            .filter_map(|(i, m)| Some((i, known.get(&m.id)?.1.clone())))
             .collect();
+        let read = near
+            .iter()
+            .filter(|m| known.get(&m.id).is_none_or(|k| !k.1.is_empty()));
+        let texts = revision_texts(&mut tx, read).await?;
         let decided = decisions(&mut tx).await?;
         let as_mentions: Vec<Mention> = near.iter().map(Loaded::mention).collect();
         let resolution = resolve(
@@ -335,7 +341,8 @@ impl Store {
         let mut found = resolution.joins;
         found.extend(person_joins(&near, &decided.together));
         let (kept, _) = respect_separations(&near, found, &decided.apart);
-        let mut placements = attach(&near, &kept, &texts, &known);
+        let canonical: HashMap<i64, i64> = known.iter().map(|(&id, k)| (id, k.0)).collect();
+        let mut placements = attach(&near, &kept, &texts, &canonical);
         for (p, d) in placements.iter_mut().zip(resolution.described) {
             if let Some(p) = p {
                 p.described = d;
@@ -729,10 +736,10 @@ fn loaded(rows: &[sqlx::postgres::PgRow]) -> Result<Vec<Loaded>> {
 
 async fn revision_texts(
     tx: &mut sqlx::PgConnection,
-    mentions: &[Loaded],
+    mentions: impl IntoIterator<Item = &Loaded>,
 ) -> Result<HashMap<String, String>> {
     let ids: Vec<i64> = mentions
-        .iter()
+        .into_iter()
         .map(|m| m.revision_id)
         .collect::<HashSet<_>>()
         .into_iter()
@@ -807,63 +814,36 @@ fn person_joins(mentions: &[Loaded], together: &[(i64, i64)]) -> Vec<Join> {
         .collect()
 }
 
+/// Each of `near` that is resolved already: its entity and what its document was read as.
 async fn known_placements(
     tx: &mut sqlx::PgConnection,
     near: &[Loaded],
-) -> Result<HashMap<i64, i64>> {
+) -> Result<HashMap<i64, (i64, Described)>> {
+    type Row = (i64, i64, Option<String>, Option<String>, Option<String>);
     let ids: Vec<i64> = near.iter().map(|m| m.id).collect();
-    let rows: Vec<(i64, i64)> = sqlx::query_as(
-        "SELECT entity_id, canonical_id FROM entity_resolutions WHERE entity_id = ANY($1)",
+    let rows: Vec<Row> = sqlx::query_as(
+        "SELECT entity_id, canonical_id, described_title, described_longer, described_kind
+           FROM entity_resolutions WHERE entity_id = ANY($1)",
     )
     .bind(&ids)
     .fetch_all(&mut *tx)
     .await?;
-    Ok(rows.into_iter().collect())
-}
-
-/// What the mentions of each entity of the names `keys` were described as, by entity, name
-/// and type: for each part, its first mention's that says it (as a `same_name` group
-/// reads its members).
-async fn entity_descriptions(
-    tx: &mut sqlx::PgConnection,
-    keys: &[String],
-) -> Result<HashMap<(i64, String, &'static str), Described>> {
-    type Row = (
-        i64,
-        String,
-        String,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-    );
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT canonical_id, name_key, entity_type,
-                (array_agg(described_title ORDER BY entity_id)
-                    FILTER (WHERE described_title IS NOT NULL))[1],
-                (array_agg(described_longer ORDER BY entity_id)
-                    FILTER (WHERE described_longer IS NOT NULL))[1],
-                (array_agg(described_kind ORDER BY entity_id)
-                    FILTER (WHERE described_kind IS NOT NULL))[1]
-           FROM entity_resolutions
-          WHERE name_key = ANY($1)
-          GROUP BY canonical_id, name_key, entity_type",
-    )
-    .bind(keys)
-    .fetch_all(&mut *tx)
-    .await?;
-    rows.into_iter()
-        .map(|(canonical, key, entity_type, title, longer, kind)| {
-            let entity_type: EntityType = parse_label(entity_type)?;
-            Ok((
-                (canonical, key, entity_type.as_str()),
-                Described {
-                    title,
-                    longer,
-                    kind,
-                },
-            ))
+    Ok(rows
+        .into_iter()
+        .map(|(id, canonical, title, longer, kind)| {
+            (
+                id,
+                (
+                    canonical,
+                    Described {
+                        title,
+                        longer,
+                        kind,
+                    },
+                ),
+            )
         })
-        .collect()
+        .collect())
 }
 
 /// Drop the joins a separation forbids: first the direct ones; then, while a separated

@@ -210,7 +210,7 @@ pub fn resolve<'t>(
             slot.clone_from(d);
         }
     }
-    let kept_apart = same_name_joins(mentions, &keys, &described, &mut out);
+    let kept_apart = same_name_joins(mentions, &keys, &described, &text_of, &mut out);
     Resolution {
         joins: out,
         described,
@@ -278,28 +278,89 @@ fn in_text_joins<'t>(
     out
 }
 
-/// The same name and type, in any documents: each mention joins the first mention of the
-/// first group of that name its documents do not describe as another thing, or founds a
-/// group. Where the documents say nothing ("Georgia" in a list of states), a rule cannot
-/// tell "Georgia" the country from "Georgia" the state; that is measured as this rule's
-/// precision and left to a person or an evidenced proposal.
-fn same_name_joins(
-    mentions: &[Mention<'_>],
+/// The same name and type, in any documents. The mentions whose documents say what the
+/// name stands for ([`Described`]) go first: each joins the first group of its name whose
+/// description does not conflict with its own, or founds one. Then the rest, whose
+/// documents say nothing: each joins the first group, unless two or more groups are
+/// *established* (a title, or two documents, says what each is: "Georgia (country)", "the
+/// state of Georgia" in two summaries). Then a rule cannot tell which one "Georgia" in a
+/// list of places is: the mention joins one only where its document's title is qualified
+/// as that group's titles are, or its document shares more names with that group's
+/// describing documents than with any other's; otherwise it stays apart for a person
+/// (`relata entities undecided`). One document's reading alone may be wrong ("Europe"
+/// read as short for whatever an aside in parentheses gave), so it withholds only its
+/// own mention's join.
+fn same_name_joins<'m, 't>(
+    mentions: &[Mention<'m>],
     keys: &[String],
     described: &[Described],
+    text_of: &impl Fn(&str) -> Option<&'t str>,
     out: &mut Vec<Join>,
 ) -> Vec<(usize, usize, Apart)> {
     struct Group {
         first: usize,
+        /// Its member of the smallest index, which a mention whose document says nothing
+        /// joins: the one a store resolving commit by commit joined it to.
+        earliest: usize,
         described: Described,
+        /// The members that say what the name stands for.
+        describing: Vec<usize>,
+    }
+    impl Group {
+        /// Whether what the group is described as is more than one document's reading,
+        /// which may be wrong: a title says it, or two documents do.
+        fn established(&self, mentions: &[Mention<'_>], described: &[Described]) -> bool {
+            self.describing
+                .iter()
+                .any(|&d| described[d].title.is_some())
+                || self
+                    .describing
+                    .iter()
+                    .any(|&d| mentions[d].document != mentions[self.first].document)
+        }
     }
     let mut groups: HashMap<(&str, EntityType), Vec<Group>> = HashMap::new();
     let mut kept_apart = Vec::new();
-    for (i, m) in mentions.iter().enumerate() {
+    let mut context = Context::default();
+    let said = (0..mentions.len()).filter(|&i| !described[i].is_empty());
+    let unsaid = (0..mentions.len()).filter(|&i| described[i].is_empty());
+    for i in said.chain(unsaid) {
+        let m = &mentions[i];
         if keys[i].is_empty() {
             continue;
         }
         let list = groups.entry((keys[i].as_str(), m.entity_type)).or_default();
+        if described[i].is_empty() && list.len() >= 2 {
+            let established: Vec<usize> = (0..list.len())
+                .filter(|&g| list[g].established(mentions, described))
+                .collect();
+            let among = |gs: &[usize], context: &mut Context<'m>| {
+                let describing: Vec<&[usize]> =
+                    gs.iter().map(|&g| list[g].describing.as_slice()).collect();
+                context
+                    .choose(mentions, i, &keys[i], &describing, text_of)
+                    .map(|c| gs[c])
+            };
+            let chosen = match established[..] {
+                [g] => Some(g),
+                // No two things established: as for one thing, the first group.
+                [] => Some(0),
+                _ => among(&established, &mut context),
+            };
+            match chosen {
+                Some(g) => {
+                    out.push(Join {
+                        a: list[g].earliest,
+                        b: i,
+                        rule: JoinRule::SameName,
+                        evidence: None,
+                    });
+                    list[g].earliest = list[g].earliest.min(i);
+                }
+                None => kept_apart.push((i, list[0].first, Apart::Unsaid)),
+            }
+            continue;
+        }
         let mut refused = None;
         let mut joined = false;
         for g in list.iter_mut() {
@@ -309,12 +370,16 @@ fn same_name_joins(
                 }
                 None => {
                     out.push(Join {
-                        a: g.first,
+                        a: g.earliest,
                         b: i,
                         rule: JoinRule::SameName,
                         evidence: None,
                     });
+                    g.earliest = g.earliest.min(i);
                     g.described.absorb(&described[i]);
+                    if !described[i].is_empty() {
+                        g.describing.push(i);
+                    }
                     joined = true;
                     break;
                 }
@@ -325,11 +390,104 @@ fn same_name_joins(
         if !joined {
             list.push(Group {
                 first: i,
+                earliest: i,
                 described: described[i].clone(),
+                describing: if described[i].is_empty() {
+                    Vec::new()
+                } else {
+                    vec![i]
+                },
             });
         }
     }
     kept_apart
+}
+
+/// What a title's parentheses say of which thing of its name it is ("World War I" of
+/// "Western Front (World War I)").
+fn qualifier(title: Option<&str>) -> Option<&str> {
+    let title = title?.trim();
+    let (name, qualified) = relata_core::names::unqualified_title(title);
+    qualified.then(|| {
+        title[name.len()..]
+            .trim()
+            .trim_start_matches('(')
+            .trim_end_matches(')')
+    })
+}
+
+/// The names each document gives ([`relata_core::names::candidates`], as [`name_key`]s),
+/// read once per document.
+#[derive(Default)]
+struct Context<'m> {
+    names: HashMap<&'m str, std::collections::HashSet<String>>,
+}
+
+impl<'m> Context<'m> {
+    fn of<'t>(
+        &mut self,
+        m: &Mention<'m>,
+        text_of: &impl Fn(&str) -> Option<&'t str>,
+    ) -> &std::collections::HashSet<String> {
+        self.names.entry(m.document).or_insert_with(|| {
+            text_of(m.document)
+                .map(|text| {
+                    relata_core::names::candidates(text, m.title)
+                        .iter()
+                        .map(|n| name_key(n))
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+    }
+
+    /// The group (an index into `groups`, each given by its describing members) that
+    /// mention `i`'s document points to: the one whose titles are qualified as its title
+    /// is, or whose documents share more names other than `key` with it than any other
+    /// group's do.
+    fn choose<'t>(
+        &mut self,
+        mentions: &[Mention<'m>],
+        i: usize,
+        key: &str,
+        groups: &[&[usize]],
+        text_of: &impl Fn(&str) -> Option<&'t str>,
+    ) -> Option<usize> {
+        // The collection's own word first: a title qualified as one group's describing
+        // titles are ("Italian front (World War I)", "Western Front (World War I)").
+        if let Some(q) = qualifier(mentions[i].title) {
+            let with: Vec<usize> = (0..groups.len())
+                .filter(|&g| {
+                    groups[g]
+                        .iter()
+                        .any(|&d| qualifier(mentions[d].title) == Some(q))
+                })
+                .collect();
+            if let [g] = with[..] {
+                return Some(g);
+            }
+        }
+        let mine = self.of(&mentions[i], text_of).clone();
+        let mut scores: Vec<(usize, usize)> = groups
+            .iter()
+            .enumerate()
+            .map(|(g, describing)| {
+                let mut theirs = std::collections::HashSet::new();
+                for &d in *describing {
+                    theirs.extend(self.of(&mentions[d], text_of).iter().cloned());
+                }
+                let shared = mine
+                    .iter()
+                    .filter(|n| n.as_str() != key && theirs.contains(*n))
+                    .count();
+                (shared, g)
+            })
+            .collect();
+        scores.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+        let (best, g) = scores[0];
+        let second = scores.get(1).map_or(0, |s| s.0);
+        (best > second).then_some(g)
+    }
 }
 
 closed_enum! {
@@ -338,7 +496,8 @@ closed_enum! {
     pub enum Undecided: "undecided pair" {
         /// The same name and type, which `same_name` kept apart because their documents
         /// describe two things ([`Described`]: "the state of Georgia", "Georgia is a
-        /// country"); a person who knows better may join them.
+        /// country"), or because one says nothing and two things of the name are
+        /// established ([`Apart::Unsaid`]); a person who knows better may join them.
         DescribedApart = "described_apart",
         /// The same name, as [`JoinRule::SameName`] reads it, under two types ("Faust" the
         /// legend's hero and Goethe's play, or one of them mistyped): no rule joins across
@@ -585,9 +744,14 @@ mod tests {
             ("georgia", "Georgia is a country in the Caucasus."),
             (
                 "atlanta",
-                "Atlanta is the capital of the U.S. state of Georgia.",
+                "Atlanta is the capital of the U.S. state of Georgia. Fulton County and \
+                 Decatur are near.",
             ),
             ("florida", "Florida borders Georgia to the north."),
+            (
+                "macon",
+                "Macon lies in Georgia, between Decatur and Fulton County.",
+            ),
             ("vinson", "He was a congressman from the state of Georgia."),
             ("bp", "Blood pressure (BP) is the pressure of blood."),
             ("clovis", "It dates to 13,050 years Before Present (BP)."),
@@ -632,14 +796,19 @@ mod tests {
             mention("tr", "Theodore Roosevelt", "Roosevelt", Person),
             mention("jin-1", "Jin dynasty (266–420)", "Jin dynasty", Other),
             mention("jin-2", "Jin dynasty (1115–1234)", "Jin dynasty", Other),
+            mention("macon", "Macon", "Georgia", Location),
         ];
         let r = resolve(&ms, |d| texts.get(d).copied(), &HashMap::new());
         let c = clusters(ms.len(), &r.joins);
         let one = |a: usize, b: usize| c[a] == c[b];
-        // A country and a state; a list that says nothing joins the first.
-        assert!(!one(0, 1) && one(1, 3) && one(0, 2));
+        // A country and a state. A list that says nothing joins neither; a document that
+        // shares two names with the state's joins it.
+        assert!(!one(0, 1) && one(1, 3) && !one(0, 2) && !one(1, 2));
+        assert!(one(1, 16) && !one(0, 16));
         assert_eq!(r.described[1].kind.as_deref(), Some("state"));
-        // An acronym the text expands two ways; unexpanded, it joins the first.
+        // An acronym the text expands two ways; unexpanded, it joins the first: each
+        // expansion is one document's reading, and neither is established by a title or
+        // a second document.
         assert!(!one(5, 7) && one(5, 8));
         assert_eq!(r.described[7].longer.as_deref(), Some("before present"));
         // One man's surname, with his full name written two ways; another man's, by
@@ -660,6 +829,7 @@ mod tests {
                 (7, 5, Apart::LongerName),
                 (13, 10, Apart::LongerName),
                 (15, 14, Apart::Title),
+                (2, 0, Apart::Unsaid),
             ]
         );
         // A mention whose document is not read takes what is known of its entity.
@@ -667,6 +837,41 @@ mod tests {
         let alone = resolve(&ms[..3], |d| texts.get(d).copied(), &known);
         assert!(alone.joins.iter().all(|j| (j.a, j.b) != (0, 2)));
         assert!(alone.joins.iter().any(|j| (j.a, j.b) == (1, 2)));
+    }
+
+    #[test]
+    fn a_mention_that_says_nothing_joins_one_of_two_things_only_on_evidence() {
+        let texts: HashMap<&str, &str> = HashMap::from([
+            (
+                "wf1",
+                "The Western Front was a theatre of the war in France.",
+            ),
+            ("wf2", "The Western Front was a theatre of the later war."),
+            ("italy", "The front soon resembled the Western Front."),
+            ("foch", "Foch commanded on the Western Front."),
+        ]);
+        let mention = |document: &'static str, title: &'static str| Mention {
+            document,
+            title: Some(title),
+            text: "Western Front",
+            start: texts[document].find("Western Front").unwrap(),
+            entity_type: EntityType::Event,
+        };
+        let ms = [
+            mention("wf1", "Western Front (World War I)"),
+            mention("wf2", "Western Front (World War II)"),
+            mention("italy", "Italian front (World War I)"),
+            mention("foch", "Ferdinand Foch"),
+        ];
+        let r = resolve(&ms, |d| texts.get(d).copied(), &HashMap::new());
+        let c = clusters(ms.len(), &r.joins);
+        // Two things by their titles; a title qualified as one of them joins it; a
+        // document that shares no names with either joins neither.
+        assert!(c[0] != c[1] && c[2] == c[0] && c[3] != c[0] && c[3] != c[1]);
+        assert_eq!(
+            r.kept_apart,
+            vec![(1, 0, Apart::Title), (3, 0, Apart::Unsaid)]
+        );
     }
 
     #[test]

@@ -451,11 +451,26 @@ async fn one_name_its_documents_describe_as_two_things_stays_two_entities() {
     let state = doc_with(
         s,
         "g2",
-        "The U.S. state of Georgia opened the office called g2 in the city.",
+        "The U.S. state of Georgia opened the office called g2 in Atlanta, near Decatur.",
         &georgia,
     )
     .await;
-    // A document that says nothing of what it is joins the first.
+    // Each thing established by a second document that says the same.
+    let country_too = doc_with(
+        s,
+        "g1b",
+        "Georgia is a country in the Caucasus. Georgia opened the office called g1b in the city.",
+        &georgia,
+    )
+    .await;
+    let state_too = doc_with(
+        s,
+        "g2b",
+        "The state of Georgia opened the office called g2b in the city.",
+        &georgia,
+    )
+    .await;
+    // A document that says nothing of which one it is joins neither.
     let listed = doc_with(
         s,
         "g3",
@@ -464,27 +479,54 @@ async fn one_name_its_documents_describe_as_two_things_stays_two_entities() {
     )
     .await;
     let summary = s.resolve_entities().await.unwrap();
-    assert_eq!(summary.canonical_entities, 2, "{summary:?}");
-    assert_eq!(summary.described_apart, 1, "{summary:?}");
+    assert_eq!(summary.canonical_entities, 3, "{summary:?}");
+    assert_eq!(summary.described_apart, 3, "{summary:?}");
     let entities = s.canonical_entities(Some("georgia")).await.unwrap();
     let ids = |id: i64| -> Vec<i64> {
         let e = entities.iter().find(|e| e.id == id).unwrap();
         e.mentions.iter().map(|m| m.entity_id).collect()
     };
-    assert_eq!(ids(country.0[0]), [country.0[0], listed.0[0]]);
-    assert_eq!(ids(state.0[0]), [state.0[0]]);
+    assert_eq!(ids(country.0[0]), [country.0[0], country_too.0[0]]);
+    assert_eq!(ids(state.0[0]), [state.0[0], state_too.0[0]]);
+    assert_eq!(ids(listed.0[0]), [listed.0[0]]);
 
-    // The pair waits for a person, each side with what its document says.
+    // The pairs wait for a person, each side with what its document says.
     let pairs = s.undecided_pairs(50).await.unwrap();
-    assert_eq!(pairs.len(), 1, "{pairs:#?}");
-    assert_eq!(pairs[0].why.as_str(), "described_apart");
+    assert_eq!(pairs.len(), 3, "{pairs:#?}");
+    assert!(pairs.iter().all(|p| p.why.as_str() == "described_apart"));
+    let two_kinds = pairs
+        .iter()
+        .find(|p| (p.a.entity_id, p.b.entity_id) == (country.0[0], state.0[0]))
+        .unwrap();
     assert_eq!(
         (
-            pairs[0].a.described.kind.as_deref(),
-            pairs[0].b.described.kind.as_deref()
+            two_kinds.a.described.kind.as_deref(),
+            two_kinds.b.described.kind.as_deref()
         ),
         (Some("country"), Some("state"))
     );
+
+    // Beside the commits, a later mention whose document says nothing but shares two
+    // names with the state's joins the state, as the full resolve places it.
+    let near_atlanta = doc_with(
+        s,
+        "g5",
+        "Georgia opened the office called g5 between Atlanta and Decatur.",
+        &georgia,
+    )
+    .await;
+    assert_eq!(s.resolve_new_entities(&near_atlanta.0).await.unwrap(), 1);
+    let entities = s.canonical_entities(Some("georgia")).await.unwrap();
+    let joined = entities
+        .iter()
+        .flat_map(|e| &e.mentions)
+        .find(|m| m.entity_id == near_atlanta.0[0])
+        .unwrap();
+    assert_eq!(
+        (joined.rule, joined.joined_to),
+        (Resolution::SameName, Some(state.0[0]))
+    );
+    assert_eq!(s.resolve_entities().await.unwrap().changed, 0);
 
     // Beside the commits, a later state joins the state, as the full resolve places it.
     let later = doc_with(
@@ -509,6 +551,9 @@ async fn one_name_its_documents_describe_as_two_things_stays_two_entities() {
 
     // A person who knows better may still join them.
     s.join_entities(state.0[0], country.0[0], "Ada", "one Georgia after all")
+        .await
+        .unwrap();
+    s.join_entities(listed.0[0], country.0[0], "Ada", "g3 means the country")
         .await
         .unwrap();
     assert_eq!(s.resolve_entities().await.unwrap().canonical_entities, 1);

@@ -43,6 +43,11 @@ closed_enum! {
         LongerName = "longer_name",
         /// Two kinds of place or polity.
         Kind = "kind",
+        /// Two or more things of the name are established (by titles, or each by two
+        /// documents), and this document says not which it means: not by its own title's
+        /// qualifier, nor by sharing more names with one's documents than with the rest.
+        /// Not a reading that the two are two things; a person decides.
+        Unsaid = "unsaid",
     }
 }
 
