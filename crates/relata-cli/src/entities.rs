@@ -183,6 +183,8 @@ async fn undecided(config: &Config, limit: u32, json: bool) -> Result<u8> {
             .collect();
             if !said.is_empty() {
                 outln!("         its document: {}", said.join(", "))?;
+            } else if p.why.as_str() == "described_apart" {
+                outln!("         its document: says not which thing of the name it is")?;
             }
         }
         outln!(
@@ -223,7 +225,7 @@ async fn resolve(config: &Config, json: bool) -> Result<u8> {
     }
     if s.described_apart > 0 {
         outln!(
-            "  {} same-name joins not made: the documents describe another thing (relata entities undecided)",
+            "  {} same-name joins not made: the documents describe another thing, or say not which of two (relata entities undecided)",
             s.described_apart
         )?;
     }

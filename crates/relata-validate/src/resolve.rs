@@ -278,15 +278,44 @@ fn in_text_joins<'t>(
     out
 }
 
+/// A group [`same_name_joins`] builds: mentions of one name and type it takes for one
+/// thing.
+struct Group {
+    first: usize,
+    /// Its member of the smallest index, which a mention whose document says nothing
+    /// joins: the one a store resolving commit by commit joined it to.
+    earliest: usize,
+    described: Described,
+    /// The members that say what the name stands for.
+    describing: Vec<usize>,
+}
+impl Group {
+    /// Whether what the group is described as is more than one document's reading,
+    /// which may be wrong: a title says it, or two documents do, or an acronym is
+    /// spelt out letter for letter ("Blood pressure (BP)"), which is a definition.
+    fn established(&self, mentions: &[Mention<'_>], described: &[Described]) -> bool {
+        self.describing.iter().any(|&d| {
+            described[d].title.is_some()
+                || mentions[d].document != mentions[self.first].document
+                || described[d]
+                    .longer
+                    .as_deref()
+                    .is_some_and(|l| spelt_out(mentions[d].text, l))
+        })
+    }
+}
+
 /// The same name and type, in any documents. The mentions whose documents say what the
 /// name stands for ([`Described`]) go first: each joins the first group of its name whose
 /// description does not conflict with its own, or founds one. Then the rest, whose
 /// documents say nothing: each joins the first group, unless two or more groups are
-/// *established* (a title, or two documents, says what each is: "Georgia (country)", "the
-/// state of Georgia" in two summaries). Then a rule cannot tell which one "Georgia" in a
-/// list of places is: the mention joins one only where its document's title is qualified
-/// as that group's titles are, or its document shares more names with that group's
-/// describing documents than with any other's; otherwise it stays apart for a person
+/// *established* (a title, two documents, or an acronym spelt out letter for letter says
+/// what each is: "Georgia (country)", "the state of Georgia" in two summaries, "Blood
+/// pressure (BP)"). Then a rule cannot tell which one "Georgia" in a list of places is:
+/// the mention joins one only where its document's title is qualified as that group's
+/// titles are, or its document shares more names with that group's describing documents
+/// than with any other's; otherwise it joins the other mentions of the name whose
+/// documents say not which, apart from the established things, for a person to place
 /// (`relata entities undecided`). One document's reading alone may be wrong ("Europe"
 /// read as short for whatever an aside in parentheses gave), so it withholds only its
 /// own mention's join.
@@ -297,29 +326,9 @@ fn same_name_joins<'m, 't>(
     text_of: &impl Fn(&str) -> Option<&'t str>,
     out: &mut Vec<Join>,
 ) -> Vec<(usize, usize, Apart)> {
-    struct Group {
-        first: usize,
-        /// Its member of the smallest index, which a mention whose document says nothing
-        /// joins: the one a store resolving commit by commit joined it to.
-        earliest: usize,
-        described: Described,
-        /// The members that say what the name stands for.
-        describing: Vec<usize>,
-    }
-    impl Group {
-        /// Whether what the group is described as is more than one document's reading,
-        /// which may be wrong: a title says it, or two documents do.
-        fn established(&self, mentions: &[Mention<'_>], described: &[Described]) -> bool {
-            self.describing
-                .iter()
-                .any(|&d| described[d].title.is_some())
-                || self
-                    .describing
-                    .iter()
-                    .any(|&d| mentions[d].document != mentions[self.first].document)
-        }
-    }
     let mut groups: HashMap<(&str, EntityType), Vec<Group>> = HashMap::new();
+    // The first mention of each name kept from two established things.
+    let mut unplaced: HashMap<(&str, EntityType), usize> = HashMap::new();
     let mut kept_apart = Vec::new();
     let mut context = Context::default();
     let said = (0..mentions.len()).filter(|&i| !described[i].is_empty());
@@ -357,7 +366,24 @@ fn same_name_joins<'m, 't>(
                     });
                     list[g].earliest = list[g].earliest.min(i);
                 }
-                None => kept_apart.push((i, list[0].first, Apart::Unsaid)),
+                // Kept from the established things, and with the other mentions of the
+                // name whose documents say not which: one entity, "Georgia, which one
+                // not said", for a person to place (and "BC" the era, in 149 summaries,
+                // one entity apart from the "BC"s two summaries spell out).
+                None => {
+                    kept_apart.push((i, list[0].first, Apart::Unsaid));
+                    match unplaced.entry((keys[i].as_str(), m.entity_type)) {
+                        std::collections::hash_map::Entry::Occupied(e) => out.push(Join {
+                            a: *e.get(),
+                            b: i,
+                            rule: JoinRule::SameName,
+                            evidence: None,
+                        }),
+                        std::collections::hash_map::Entry::Vacant(e) => {
+                            e.insert(i);
+                        }
+                    }
+                }
             }
             continue;
         }
@@ -401,6 +427,27 @@ fn same_name_joins<'m, 't>(
         }
     }
     kept_apart
+}
+
+/// Whether `longer` (a [`name_key`]) spells out the acronym `short` letter for letter, the
+/// small words aside ("blood pressure" for "BP", "age of discovery" for "AD").
+fn spelt_out(short: &str, longer: &str) -> bool {
+    let short = short.trim();
+    let short = short
+        .strip_prefix("the ")
+        .or_else(|| short.strip_prefix("The "))
+        .unwrap_or(short);
+    let short = short
+        .strip_suffix("'s")
+        .or_else(|| short.strip_suffix("’s"))
+        .unwrap_or(short);
+    is_acronym(short)
+        && longer
+            .split(|c: char| c.is_whitespace() || c == '-')
+            .filter(|w| !w.is_empty() && !matches!(*w, "of" | "and" | "the" | "for" | "&"))
+            .filter_map(|w| w.chars().next())
+            .flat_map(char::to_uppercase)
+            .eq(short.chars())
 }
 
 /// What a title's parentheses say of which thing of its name it is ("World War I" of
@@ -806,10 +853,9 @@ mod tests {
         assert!(!one(0, 1) && one(1, 3) && !one(0, 2) && !one(1, 2));
         assert!(one(1, 16) && !one(0, 16));
         assert_eq!(r.described[1].kind.as_deref(), Some("state"));
-        // An acronym the text expands two ways; unexpanded, it joins the first: each
-        // expansion is one document's reading, and neither is established by a title or
-        // a second document.
-        assert!(!one(5, 7) && one(5, 8));
+        // An acronym the text spells out two ways, each a definition; unexpanded, it
+        // joins neither.
+        assert!(!one(5, 7) && !one(5, 8) && !one(7, 8));
         assert_eq!(r.described[7].longer.as_deref(), Some("before present"));
         // One man's surname, with his full name written two ways; another man's, by
         // his title.
@@ -830,6 +876,7 @@ mod tests {
                 (13, 10, Apart::LongerName),
                 (15, 14, Apart::Title),
                 (2, 0, Apart::Unsaid),
+                (8, 5, Apart::Unsaid),
             ]
         );
         // A mention whose document is not read takes what is known of its entity.
@@ -837,6 +884,16 @@ mod tests {
         let alone = resolve(&ms[..3], |d| texts.get(d).copied(), &known);
         assert!(alone.joins.iter().all(|j| (j.a, j.b) != (0, 2)));
         assert!(alone.joins.iter().any(|j| (j.a, j.b) == (1, 2)));
+    }
+
+    #[test]
+    fn an_acronym_spelt_out_letter_for_letter_is_a_definition() {
+        assert!(spelt_out("BP", "blood pressure"));
+        assert!(spelt_out("AD", "age of discovery"));
+        assert!(spelt_out("the BBC's", "british broadcasting corporation"));
+        assert!(!spelt_out("UK", "palaeography"));
+        assert!(!spelt_out("Europe", "european union"));
+        assert!(!spelt_out("BP", "before present era"));
     }
 
     #[test]
@@ -849,6 +906,7 @@ mod tests {
             ("wf2", "The Western Front was a theatre of the later war."),
             ("italy", "The front soon resembled the Western Front."),
             ("foch", "Foch commanded on the Western Front."),
+            ("trench", "Trenches lined the Western Front."),
         ]);
         let mention = |document: &'static str, title: &'static str| Mention {
             document,
@@ -862,15 +920,21 @@ mod tests {
             mention("wf2", "Western Front (World War II)"),
             mention("italy", "Italian front (World War I)"),
             mention("foch", "Ferdinand Foch"),
+            mention("trench", "Trench warfare"),
         ];
         let r = resolve(&ms, |d| texts.get(d).copied(), &HashMap::new());
         let c = clusters(ms.len(), &r.joins);
-        // Two things by their titles; a title qualified as one of them joins it; a
-        // document that shares no names with either joins neither.
+        // Two things by their titles; a title qualified as one of them joins it; the
+        // documents that share no names with either join neither, but each other.
         assert!(c[0] != c[1] && c[2] == c[0] && c[3] != c[0] && c[3] != c[1]);
+        assert_eq!(c[4], c[3]);
         assert_eq!(
             r.kept_apart,
-            vec![(1, 0, Apart::Title), (3, 0, Apart::Unsaid)]
+            vec![
+                (1, 0, Apart::Title),
+                (3, 0, Apart::Unsaid),
+                (4, 0, Apart::Unsaid)
+            ]
         );
     }
 
