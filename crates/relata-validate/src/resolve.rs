@@ -102,8 +102,72 @@ const ALIAS_LINKS: &[&str] = &[
 /// abbreviated as Y", "X, often abbreviated to Y"), followed or not by "the" before the
 /// second name ("X, more commonly known as the Oscars", "X, officially the Y").
 fn is_alias_link(gap: &str) -> bool {
-    let link = |g: &str| ALIAS_LINKS.contains(&g) || abbreviation_link(g);
+    let link = |g: &str| ALIAS_LINKS.contains(&g) || abbreviation_link(g) || naming_link(g);
     link(gap) || gap.strip_suffix("the ").is_some_and(link)
+}
+
+/// Words that may stand in a naming phrase without changing what it says: "also", "more
+/// commonly", "simply" in "X, often referred to simply as Y".
+const NAMING_ADVERBS: &[&str] = &[
+    "also",
+    "more",
+    "most",
+    "often",
+    "commonly",
+    "simply",
+    "better",
+    "historically",
+    "formerly",
+    "sometimes",
+    "usually",
+    "popularly",
+    "mononymously",
+    "federally",
+    "officially",
+    "widely",
+    "generally",
+];
+
+/// The phrases that give a second name for a thing, once [`NAMING_ADVERBS`] are set aside.
+const NAMING_PHRASES: &[&str] = &[
+    "known as",
+    "known by his initials",
+    "known by her initials",
+    "known by its initials",
+    "called",
+    "referred to as",
+    "shortened to",
+    "nicknamed",
+    "designated as",
+    "born",
+];
+
+/// ", [and] ADVERBS PHRASE " or " (ADVERBS PHRASE ", and " or simply ": how a summary
+/// gives another name in a phrase ("Siddhartha Gautama, most commonly referred to as the
+/// Buddha", "Tenzing Norgay, born Namgyal Wangdi", "The Tragedy of Hamlet, Prince of
+/// Denmark, often shortened to Hamlet", "District of Columbia and commonly known as
+/// Washington", "Sandro Botticelli … or simply Botticelli"). The phrase must follow a
+/// comma or a parenthesis, or "and": "Jesus called Peter" names no one twice.
+fn naming_link(gap: &str) -> bool {
+    let Some(rest) = gap.strip_suffix(' ') else {
+        return false;
+    };
+    if let Some(r) = rest.strip_prefix(" or ") {
+        return r.split(' ').all(|w| w == "simply");
+    }
+    let Some(rest) = rest
+        .strip_prefix(", and ")
+        .or_else(|| rest.strip_prefix(" and "))
+        .or_else(|| rest.strip_prefix(", "))
+        .or_else(|| rest.strip_prefix(" ("))
+    else {
+        return false;
+    };
+    let phrase: Vec<&str> = rest
+        .split(' ')
+        .filter(|w| !NAMING_ADVERBS.contains(w))
+        .collect();
+    NAMING_PHRASES.contains(&phrase.join(" ").as_str())
 }
 
 /// ", abbreviated ", with one of a few adverbs before "abbreviated" and "as" or "to" after
@@ -1075,6 +1139,23 @@ mod tests {
         assert!(aliases_in(d, "Pharmacokinetics", "PK"));
         assert!(aliases_in(d, "axiom of choice", "AC"));
         assert!(!aliases_in(d, "chimpanzee", "ape"));
+        let n = "Siddhartha Gautama, most commonly referred to as the Buddha, taught. \
+                 Tenzing Norgay, born Namgyal Wangdi, climbed. The District of Columbia \
+                 and commonly known as Washington. Sandro Botticelli or simply Botticelli. \
+                 The Tragedy of Macbeth, often shortened to Macbeth. Michael Jordan, also \
+                 known by his initials MJ. Humphrey Bogart, nicknamed Bogie. Jesus called \
+                 Peter. Rome, known for Caesar. Ada, born in London.";
+        assert!(aliases_in(n, "Siddhartha Gautama", "Buddha"));
+        assert!(aliases_in(n, "Tenzing Norgay", "Namgyal Wangdi"));
+        assert!(aliases_in(n, "District of Columbia", "Washington"));
+        assert!(aliases_in(n, "Sandro Botticelli", "Botticelli"));
+        assert!(aliases_in(n, "The Tragedy of Macbeth", "Macbeth"));
+        assert!(aliases_in(n, "Michael Jordan", "MJ"));
+        assert!(aliases_in(n, "Humphrey Bogart", "Bogie"));
+        // A verb after no comma, or another phrase, names no one twice.
+        assert!(!aliases_in(n, "Jesus", "Peter"));
+        assert!(!aliases_in(n, "Rome", "Caesar"));
+        assert!(!aliases_in(n, "Ada", "London"));
         // The same links join two stored mentions, with the bytes as evidence.
         let ms = [
             m("d", "chimpanzee", 4, EntityType::Concept),

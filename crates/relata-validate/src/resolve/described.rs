@@ -347,6 +347,8 @@ pub(super) fn describe<'t>(
                 && !keys[i].contains(' ')
                 && words.len() >= 2
                 && (words.first() == Some(&short) || words.last() == Some(&short))
+                // "The Buddha" is no longer name for "Buddha".
+                && name_key(name) != keys[i]
             {
                 d.longer = Some(name_key(name));
             }
