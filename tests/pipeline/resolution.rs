@@ -233,10 +233,10 @@ fn real_model_corpus_mentions_join_by_rule_with_measured_precision() {
         let (right, all) = per_rule.get(&rule).copied().unwrap_or_default();
         right as f64 / all.max(1) as f64
     };
-    // Measured: alias_in_text 73/73 (53/53 before the naming phrases: "born", "often
-    // shortened to", "most commonly referred to as" …), short_name 36/36, same_name
-    // 367/379; pairs 0.977 precise, 0.853 recalled; B-cubed F1 0.935; 17 homonym traps
-    // joined to another thing
+    // Measured: alias_in_text 76/76 (53/53 before the naming phrases: "born", "often
+    // shortened to", "most commonly referred to as" …, and ", or" after the title that
+    // opens its text), short_name 36/36, same_name 367/379; pairs 0.978 precise, 0.881
+    // recalled; B-cubed F1 0.943; 17 homonym traps joined to another thing
     // (45 before the documents' descriptions were read, 26 before a mention whose document
     // says nothing stopped joining the first of two established things). The readings
     // that say two things are two: 17 of 18 right (title 4/4, longer_name 8/8, kind 5/6).
@@ -245,8 +245,8 @@ fn real_model_corpus_mentions_join_by_rule_with_measured_precision() {
     assert!(share(JoinRule::AliasInText) >= 0.95, "{report:?}");
     assert!(share(JoinRule::ShortName) >= 0.95, "{report:?}");
     assert!(share(JoinRule::SameName) >= 0.95, "{report:?}");
-    assert!(precision >= 0.96 && recall >= 0.83, "{precision} {recall}");
-    assert!(b3_f >= 0.92, "B-cubed F1 {b3_f}");
+    assert!(precision >= 0.96 && recall >= 0.86, "{precision} {recall}");
+    assert!(b3_f >= 0.93, "B-cubed F1 {b3_f}");
     assert!(traps_joined <= 22, "{traps_joined} homonym traps joined");
     let (apart_ok, apart_all) = apart_right
         .iter()
@@ -259,10 +259,10 @@ fn real_model_corpus_mentions_join_by_rule_with_measured_precision() {
     // Measured: listed for a person, described_apart 23 (5 one thing: the mentions kept
     // apart as `unsaid` against the thing they are), other_type 30 (0:
     // the types were right to keep them apart), surname 6 (3; 16 before a surname its own
-    // entity's full name explains stopped being listed), fuller_name 10 (8), plural 4 (4),
+    // entity's full name explains stopped being listed), fuller_name 10 (8), plural 3 (3),
     // partial_name 11 (4: three of its seven right pairs, "Notre-Dame", "Columbia
     // University", "Macbeth", are now joined by the naming phrases that give them);
-    // recall 0.905 once a person joins the right ones.
+    // recall 0.931 once a person joins the right ones.
     assert!(
         listed_share[&Undecided::FullerName] >= 0.7,
         "{listed_share:?}"

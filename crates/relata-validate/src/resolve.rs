@@ -106,6 +106,28 @@ fn is_alias_link(gap: &str) -> bool {
     link(gap) || gap.strip_suffix("the ").is_some_and(link)
 }
 
+/// Whether mention `m` is its document's title where the text opens with it ("World War
+/// II, or the Second World War, was …"): the lead sentence that names its subject.
+fn leads_with_title(text: &str, m: &Mention<'_>) -> bool {
+    m.title.is_some_and(|title| {
+        let (title, _) = relata_core::names::unqualified_title(title);
+        name_key(m.text) == name_key(title)
+            && text[..m.start]
+                .trim()
+                .strip_prefix("The")
+                .unwrap_or(text[..m.start].trim())
+                .trim()
+                .is_empty()
+    })
+}
+
+/// ", or " with or without "the" after it: in the lead sentence, after the title, another
+/// name for it ("World War I, or the First World War"); anywhere else, often a list's last
+/// item ("France, Spain, or Italy"), so it is read there only.
+fn lead_or(gap: &str) -> bool {
+    matches!(gap, ", or " | ", or the ")
+}
+
 /// Words that may stand in a naming phrase without changing what it says: "also", "more
 /// commonly", "simply" in "X, often referred to simply as Y".
 const NAMING_ADVERBS: &[&str] = &[
@@ -310,7 +332,7 @@ fn in_text_joins<'t>(
                 if let Some(t) = text
                     && a.end() <= b.start
                     && let Some(gap) = t.get(a.end()..b.start)
-                    && is_alias_link(gap)
+                    && (is_alias_link(gap) || (leads_with_title(t, a) && lead_or(gap)))
                 {
                     out.push(Join {
                         a: i,
@@ -948,6 +970,41 @@ mod tests {
         let alone = resolve(&ms[..3], |d| texts.get(d).copied(), &known);
         assert!(alone.joins.iter().all(|j| (j.a, j.b) != (0, 2)));
         assert!(alone.joins.iter().any(|j| (j.a, j.b) == (1, 2)));
+    }
+
+    #[test]
+    fn the_title_leading_its_text_takes_an_or_after_a_comma_and_nothing_else_does() {
+        let d = "World War II, or the Second World War, was a conflict. \
+                 It drew in France, Spain, or Italy.";
+        let at = |name: &str| d.find(name).unwrap();
+        let mention = |text: &'static str, t| Mention {
+            document: "d",
+            title: Some("World War II"),
+            text,
+            start: at(text),
+            entity_type: t,
+        };
+        let ms = [
+            mention("World War II", EntityType::Event),
+            mention("Second World War", EntityType::Event),
+            mention("Spain", EntityType::Location),
+            mention("Italy", EntityType::Location),
+        ];
+        let js = joins(&ms, |_| Some(d));
+        assert_eq!(js.len(), 1, "{js:?}");
+        assert_eq!(
+            (js[0].a, js[0].b, js[0].rule),
+            (0, 1, JoinRule::AliasInText)
+        );
+        // Not the title, or not where the text opens: a list's last item.
+        let other = [
+            Mention {
+                title: Some("Europe"),
+                ..ms[0]
+            },
+            ms[1],
+        ];
+        assert!(joins(&other, |_| Some(d)).is_empty());
     }
 
     #[test]
