@@ -320,17 +320,15 @@ impl Store {
         let near = loaded(&rows)?;
         let known = known_placements(&mut tx, &near).await?;
         // The new mentions' revisions give the in-text joins and their descriptions; an
-        // existing mention keeps what its document was read as, and only the documents of
-        // those that said something are read again, to compare with.
+        // existing mention keeps what its document was read as. Every document of the
+        // neighbourhood is read, to compare a mention that says nothing with: an
+        // existing one that says nothing was placed by the names its document shares.
         let as_described: HashMap<usize, Described> = near
             .iter()
             .enumerate()
             .filter_map(|(i, m)| Some((i, known.get(&m.id)?.1.clone())))
             .collect();
-        let read = near
-            .iter()
-            .filter(|m| known.get(&m.id).is_none_or(|k| !k.1.is_empty()));
-        let texts = revision_texts(&mut tx, read).await?;
+        let texts = revision_texts(&mut tx, &near).await?;
         let decided = decisions(&mut tx).await?;
         let as_mentions: Vec<Mention> = near.iter().map(Loaded::mention).collect();
         let resolution = resolve(

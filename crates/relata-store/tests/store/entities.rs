@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
 
 use relata_store::Store;
-use relata_store::entities::Resolution;
+use relata_store::entities::{CanonicalEntity, Resolution};
 
 use crate::common::{TestDb, classify_version, extract_doc};
 
@@ -558,4 +558,77 @@ async fn one_name_its_documents_describe_as_two_things_stays_two_entities() {
         .unwrap();
     assert_eq!(s.resolve_entities().await.unwrap().canonical_entities, 1);
     assert!(s.undecided_pairs(50).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn a_mention_that_says_nothing_is_placed_beside_the_commits_as_a_full_resolve_places_it() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let georgia = [("Georgia", "location")];
+    // First of all, a document that says nothing of which Georgia it means but shares
+    // Atlanta and Decatur with the state's.
+    let near_atlanta = doc_with(
+        s,
+        "h0",
+        "Georgia opened the office called h0 between Atlanta and Decatur.",
+        &georgia,
+    )
+    .await;
+    for (doc, text) in [
+        (
+            "h1",
+            "Georgia is a country in the Caucasus. Georgia opened the office called h1 here.",
+        ),
+        (
+            "h1b",
+            "Georgia is a country in the Caucasus. Georgia opened the office called h1b here.",
+        ),
+        (
+            "h2",
+            "The U.S. state of Georgia opened the office called h2 in Atlanta, near Decatur.",
+        ),
+        (
+            "h2b",
+            "The state of Georgia opened the office called h2b in the city.",
+        ),
+    ] {
+        doc_with(s, doc, text, &georgia).await;
+    }
+    let listed = doc_with(
+        s,
+        "h3",
+        "Georgia opened the office called h3 in the city.",
+        &georgia,
+    )
+    .await;
+    s.resolve_entities().await.unwrap();
+    let entity_of = |entities: &[CanonicalEntity], id: i64| {
+        entities
+            .iter()
+            .find(|e| e.mentions.iter().any(|m| m.entity_id == id))
+            .unwrap()
+            .id
+    };
+    // The state is named by its first mention, the one whose document said nothing.
+    let entities = s.canonical_entities(Some("georgia")).await.unwrap();
+    assert_eq!(entities.len(), 3, "{entities:#?}");
+    let state = entity_of(&entities, near_atlanta.0[0]);
+    assert_eq!(state, near_atlanta.0[0]);
+    // A later mention that says nothing and shares nothing joins the one listed, not
+    // the state through its first mention: beside the commits as in a full resolve.
+    let later = doc_with(
+        s,
+        "h6",
+        "Georgia opened the office called h6 in the city.",
+        &georgia,
+    )
+    .await;
+    assert_eq!(s.resolve_new_entities(&later.0).await.unwrap(), 1);
+    let entities = s.canonical_entities(Some("georgia")).await.unwrap();
+    assert_eq!(
+        entity_of(&entities, later.0[0]),
+        entity_of(&entities, listed.0[0])
+    );
+    assert_ne!(entity_of(&entities, later.0[0]), state);
+    assert_eq!(s.resolve_entities().await.unwrap().changed, 0);
 }
