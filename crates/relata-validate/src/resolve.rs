@@ -518,22 +518,8 @@ fn same_name_joins<'m, 't>(
 /// Whether `longer` (a [`name_key`]) spells out the acronym `short` letter for letter, the
 /// small words aside ("blood pressure" for "BP", "age of discovery" for "AD").
 fn spelt_out(short: &str, longer: &str) -> bool {
-    let short = short.trim();
-    let short = short
-        .strip_prefix("the ")
-        .or_else(|| short.strip_prefix("The "))
-        .unwrap_or(short);
-    let short = short
-        .strip_suffix("'s")
-        .or_else(|| short.strip_suffix("’s"))
-        .unwrap_or(short);
-    is_acronym(short)
-        && longer
-            .split(|c: char| c.is_whitespace() || c == '-')
-            .filter(|w| !w.is_empty() && !matches!(*w, "of" | "and" | "the" | "for" | "&"))
-            .filter_map(|w| w.chars().next())
-            .flat_map(char::to_uppercase)
-            .eq(short.chars())
+    let short = described::bare(short);
+    is_acronym(short) && initials(&longer.to_uppercase()) == short
 }
 
 /// What a title's parentheses say of which thing of its name it is ("World War I" of

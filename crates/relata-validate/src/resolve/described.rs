@@ -284,7 +284,7 @@ fn kind_in(text: &str, name: &str) -> Option<&'static str> {
 }
 
 /// The name as the text writes it, without a leading "the" or a possessive.
-fn bare(text: &str) -> &str {
+pub(super) fn bare(text: &str) -> &str {
     let text = text.trim();
     let text = ["the ", "The "]
         .iter()
@@ -329,12 +329,8 @@ pub(super) fn describe<'t>(
             let (name, qualified) = relata_core::names::unqualified_title(title);
             if qualified && name_key(name) == keys[i] {
                 d.title = Some(title.trim().to_owned());
-                title_kind = title.trim()[name.len()..]
-                    .trim()
-                    .trim_start_matches('(')
-                    .trim_end_matches(')')
-                    .rsplit(' ')
-                    .next()
+                title_kind = super::qualifier(Some(title))
+                    .and_then(|q| q.rsplit(' ').next())
                     .and_then(kind_of);
             }
             let words: Vec<&str> = name
