@@ -177,6 +177,7 @@ async fn undecided(config: &Config, limit: u32, json: bool) -> Result<u8> {
                 d.title.as_ref().map(|t| format!("titled {t:?}")),
                 d.longer.as_ref().map(|l| format!("short for {l:?}")),
                 d.kind.as_ref().map(|k| format!("called a {k}")),
+                d.year.as_ref().map(|y| format!("dated {y}")),
             ]
             .into_iter()
             .flatten()

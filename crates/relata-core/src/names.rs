@@ -522,7 +522,12 @@ fn tokens(text: &str) -> Vec<Token<'_>> {
     out
 }
 
-/// Months and days of the week.
+/// Whether `word` is a month's name, as a text writes it ("December 1898").
+pub fn is_month(word: &str) -> bool {
+    CALENDAR[..12].contains(&word)
+}
+
+/// Months and days of the week: the months first.
 const CALENDAR: &[&str] = &[
     "January",
     "February",

@@ -21,7 +21,8 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use relata_core::{EntityType, closed_enum};
 use relata_validate::resolve::{
-    Described, Join, JoinRule, Mention, Resolved, Undecided, clusters, name_key, resolve, undecided,
+    Described, Join, JoinRule, Mention, Resolved, Undecided, clusters, kind_name_head,
+    kind_name_keys, name_key, resolve, undecided,
 };
 use sqlx::Row;
 
@@ -31,7 +32,7 @@ use crate::{Store, parse_label};
 
 /// Bumped when a rule changes what it joins; stored with each row, so a store resolved by
 /// older rules can be told apart (and is re-resolved by `relata entities resolve`).
-pub const RULES_VERSION: i32 = 3;
+pub const RULES_VERSION: i32 = 4;
 
 /// Held exclusively by a full resolve, shared by the step beside each commit.
 const RESOLUTION_LOCK: &str = "entity-resolution";
@@ -44,6 +45,7 @@ closed_enum! {
         SameName = "same_name",
         AliasInText = "alias_in_text",
         ShortName = "short_name",
+        KindName = "kind_name",
         /// A named person joined it (`entity_joins`).
         Person = "person",
     }
@@ -55,6 +57,7 @@ impl Resolution {
             JoinRule::SameName => Resolution::SameName,
             JoinRule::AliasInText => Resolution::AliasInText,
             JoinRule::ShortName => Resolution::ShortName,
+            JoinRule::KindName => Resolution::KindName,
             JoinRule::Person => Resolution::Person,
         }
     }
@@ -272,15 +275,7 @@ impl Store {
             return Ok(0);
         }
         let revisions: Vec<i64> = fresh.iter().map(|m| m.revision_id).collect();
-        let keys: Vec<String> = fresh.iter().map(|m| name_key(&m.name)).collect();
-        let mut locks: Vec<i64> = revisions
-            .iter()
-            .map(|r| lock_key(&format!("entity-revision:{r}")))
-            .chain(keys.iter().map(|k| lock_key(&format!("entity-name:{k}"))))
-            .collect();
-        // One order for every taker, so two commits never wait for each other in a cycle.
-        locks.sort_unstable();
-        locks.dedup();
+        let (locks, keys) = neighbourhood(&fresh);
         for lock in locks {
             sqlx::query("SELECT pg_advisory_xact_lock($1)")
                 .bind(lock)
@@ -309,7 +304,7 @@ impl Store {
                (SELECT r.entity_id FROM entity_resolutions r
                  WHERE r.name_key = ANY($2)
                    AND (r.described_title IS NOT NULL OR r.described_longer IS NOT NULL
-                        OR r.described_kind IS NOT NULL))
+                        OR r.described_kind IS NOT NULL OR r.described_year IS NOT NULL))
              ORDER BY e.id"
         ))
         .bind(&revisions)
@@ -541,10 +536,11 @@ impl Store {
             Option<String>,
             Option<String>,
             Option<String>,
+            Option<String>,
         );
         let rows: Vec<Row> = sqlx::query_as(
             "SELECT r.canonical_id, e.id, e.name, r.entity_type, e.document_id, e.chunk_id,
-                    r.described_title, r.described_longer, r.described_kind
+                    r.described_title, r.described_longer, r.described_kind, r.described_year
                FROM entity_resolutions r JOIN entities e ON e.id = r.entity_id
               ORDER BY r.canonical_id, e.id",
         )
@@ -600,8 +596,8 @@ impl Store {
             }
         }
         let side = |i: usize| {
-            let (entity, mention, name, entity_type, document_id, chunk_id, title, longer, kind) =
-                &rows[i];
+            let row = &rows[i];
+            let (entity, mention, name, entity_type, document_id, chunk_id, ..) = row;
             UndecidedSide {
                 entity_id: *entity,
                 mention_id: *mention,
@@ -613,9 +609,10 @@ impl Store {
                     sentence_naming(text, name, names)
                 }),
                 described: Described {
-                    title: title.clone(),
-                    longer: longer.clone(),
-                    kind: kind.clone(),
+                    title: row.6.clone(),
+                    longer: row.7.clone(),
+                    kind: row.8.clone(),
+                    year: row.9.clone(),
                 },
                 mentions: size[entity],
                 claims: claims.get(entity).copied().unwrap_or(0),
@@ -812,15 +809,48 @@ fn person_joins(mentions: &[Loaded], together: &[(i64, i64)]) -> Vec<Join> {
         .collect()
 }
 
+/// What placing `fresh` beside the commits takes: the advisory locks (its revisions, and
+/// each name under the key it shares with the "NAME KIND" names `kind_name` may join it
+/// to, "amazon" with "amazon river"), in one order for every taker so that two commits
+/// never wait for each other in a cycle; and the name keys its neighbourhood is loaded by.
+fn neighbourhood(fresh: &[Loaded]) -> (Vec<i64>, Vec<String>) {
+    let own: Vec<String> = fresh.iter().map(|m| name_key(&m.name)).collect();
+    let mut locks: Vec<i64> = fresh
+        .iter()
+        .map(|m| lock_key(&format!("entity-revision:{}", m.revision_id)))
+        .chain(own.iter().map(|k| {
+            let family = kind_name_head(k).unwrap_or(k);
+            lock_key(&format!("entity-name:{family}"))
+        }))
+        .collect();
+    locks.sort_unstable();
+    locks.dedup();
+    let mut keys: Vec<String> = own
+        .iter()
+        .flat_map(|k| std::iter::once(k.clone()).chain(kind_name_keys(k)))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    (locks, keys)
+}
+
 /// Each of `near` that is resolved already: its entity and what its document was read as.
 async fn known_placements(
     tx: &mut sqlx::PgConnection,
     near: &[Loaded],
 ) -> Result<HashMap<i64, (i64, Described)>> {
-    type Row = (i64, i64, Option<String>, Option<String>, Option<String>);
+    type Row = (
+        i64,
+        i64,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+        Option<String>,
+    );
     let ids: Vec<i64> = near.iter().map(|m| m.id).collect();
     let rows: Vec<Row> = sqlx::query_as(
-        "SELECT entity_id, canonical_id, described_title, described_longer, described_kind
+        "SELECT entity_id, canonical_id, described_title, described_longer, described_kind,
+                described_year
            FROM entity_resolutions WHERE entity_id = ANY($1)",
     )
     .bind(&ids)
@@ -828,7 +858,7 @@ async fn known_placements(
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(id, canonical, title, longer, kind)| {
+        .map(|(id, canonical, title, longer, kind, year)| {
             (
                 id,
                 (
@@ -837,6 +867,7 @@ async fn known_placements(
                         title,
                         longer,
                         kind,
+                        year,
                     },
                 ),
             )
@@ -1049,14 +1080,16 @@ async fn write<'a>(
         cols.title.push(p.described.title.clone());
         cols.longer.push(p.described.longer.clone());
         cols.kind.push(p.described.kind.clone());
+        cols.year.push(p.described.year.clone());
     }
     let written = sqlx::query(
         "INSERT INTO entity_resolutions AS r (entity_id, canonical_id, rule, joined_to,
              evidence_revision_id, evidence_start, evidence_end, evidence_quote, name_key,
-             entity_type, described_title, described_longer, described_kind, rules_version)
-         SELECT u.*, $14 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[],
+             entity_type, described_title, described_longer, described_kind, described_year,
+             rules_version)
+         SELECT u.*, $15 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[],
              $5::bigint[], $6::int[], $7::int[], $8::text[], $9::text[], $10::text[],
-             $11::text[], $12::text[], $13::text[]) AS u
+             $11::text[], $12::text[], $13::text[], $14::text[]) AS u
          ON CONFLICT (entity_id) DO UPDATE SET
              canonical_id = EXCLUDED.canonical_id, rule = EXCLUDED.rule,
              joined_to = EXCLUDED.joined_to,
@@ -1067,16 +1100,18 @@ async fn write<'a>(
              described_title = EXCLUDED.described_title,
              described_longer = EXCLUDED.described_longer,
              described_kind = EXCLUDED.described_kind,
+             described_year = EXCLUDED.described_year,
              rules_version = EXCLUDED.rules_version, resolved_at = now()
          WHERE (r.canonical_id, r.rule, r.joined_to, r.evidence_revision_id,
                 r.evidence_start, r.evidence_end, r.evidence_quote, r.name_key,
-                r.described_title, r.described_longer, r.described_kind, r.rules_version)
+                r.described_title, r.described_longer, r.described_kind, r.described_year,
+                r.rules_version)
                IS DISTINCT FROM
                (EXCLUDED.canonical_id, EXCLUDED.rule, EXCLUDED.joined_to,
                 EXCLUDED.evidence_revision_id, EXCLUDED.evidence_start,
                 EXCLUDED.evidence_end, EXCLUDED.evidence_quote, EXCLUDED.name_key,
                 EXCLUDED.described_title, EXCLUDED.described_longer,
-                EXCLUDED.described_kind, EXCLUDED.rules_version)",
+                EXCLUDED.described_kind, EXCLUDED.described_year, EXCLUDED.rules_version)",
     )
     .bind(&cols.entity)
     .bind(&cols.canonical)
@@ -1091,6 +1126,7 @@ async fn write<'a>(
     .bind(&cols.title)
     .bind(&cols.longer)
     .bind(&cols.kind)
+    .bind(&cols.year)
     .bind(RULES_VERSION)
     .execute(&mut *tx)
     .await?;
@@ -1112,4 +1148,5 @@ struct Columns<'a> {
     title: Vec<Option<String>>,
     longer: Vec<Option<String>>,
     kind: Vec<Option<String>>,
+    year: Vec<Option<String>>,
 }

@@ -82,7 +82,8 @@ impl Store {
                     m.schema_version, m.schema_sha256, m.started_at, coalesce(p.state, 'proposed'),
                     res.canonical_id, res.rule, res.joined_to, res.evidence_revision_id,
                     res.evidence_start, res.evidence_end, res.evidence_quote,
-                    res.described_title, res.described_longer, res.described_kind
+                    res.described_title, res.described_longer, res.described_kind,
+                    res.described_year
              FROM entities e JOIN model_calls m ON m.id = e.call_id
              JOIN documents d ON d.id = e.document_id
              LEFT JOIN entity_resolutions res ON res.entity_id = e.id
@@ -314,6 +315,7 @@ fn entity(r: &PgRow) -> Result<ExportRecord> {
                     title: r.try_get(23)?,
                     longer: r.try_get(24)?,
                     kind: r.try_get(25)?,
+                    year: r.try_get(26)?,
                 },
             }),
         },

@@ -8,15 +8,17 @@
 //! The rules, each measured on the labelled mention set (`tests/data/mentions.json`,
 //! BENCHMARKS.md §3f):
 //! * [`JoinRule::SameName`] — the same name once normalised (Unicode composition, case,
-//!   spacing, a leading "the", a possessive), across documents, unless the documents
-//!   describe two things ([`Described`]: two qualified titles, two longer names a short
-//!   one stands for, two kinds of place).
+//!   spacing, an abbreviation's full stops, a leading "the", a possessive), across
+//!   documents, unless the documents describe two things ([`Described`]: two qualified
+//!   titles, two longer names a short one stands for, two kinds of place, two years).
 //! * [`JoinRule::AliasInText`] — two mentions of one document that the text itself gives
 //!   as names of one thing: `X (Y)`, `X, also known as Y`, `X, more commonly known as Y`,
 //!   `X, officially Y`, `X or Y`, `X, commonly abbreviated as Y`. The evidence is the byte
 //!   range from X to Y.
 //! * [`JoinRule::ShortName`] — in one document, a person's surname or given name used
 //!   after their full name, or an acronym of a name given before it.
+//! * [`JoinRule::KindName`] — "X KIND" ("Amazon River") and the one established thing
+//!   called "X" that its documents call that kind.
 
 use std::collections::HashMap;
 
@@ -32,6 +34,10 @@ closed_enum! {
         SameName = "same_name",
         AliasInText = "alias_in_text",
         ShortName = "short_name",
+        /// A name and the same name with the kind word its documents call it after it:
+        /// "the Amazon", which two documents call a river, and "Amazon River"; "New
+        /// York", established as a city, and "New York City".
+        KindName = "kind_name",
         /// A named person's decision, recorded in the store (`relata entities join`): the
         /// join no rule may make, across types or between names the text never links.
         /// [`joins`] never returns it.
@@ -67,9 +73,10 @@ pub struct Join {
 }
 
 /// The name a mention stands for once its form is set aside: composed, case-folded,
-/// spacing collapsed, a leading "the" and a trailing possessive removed.
+/// spacing collapsed, an abbreviation's full stops, a leading "the" and a trailing
+/// possessive removed.
 pub fn name_key(text: &str) -> String {
-    let key = crate::normalize::key(text);
+    let key = without_full_stops(&crate::normalize::key(text));
     let key = key.replace('’', "'");
     // Only "the": a leading "A" or "An" is part of a title ("A Christmas Carol" is not a
     // Christmas carol), where "The Acropolis" is the Acropolis.
@@ -79,6 +86,30 @@ pub fn name_key(text: &str) -> String {
         .unwrap_or(&key)
         .trim()
         .to_owned()
+}
+
+/// `key` without the full stops that end an abbreviation or an initial: "Washington, D.C."
+/// and "Washington, DC", "St. Louis" and "St Louis" are one name written two ways. A full
+/// stop inside a word stays ("Amazon.com").
+fn without_full_stops(key: &str) -> String {
+    let chars: Vec<char> = key.chars().collect();
+    let mut out = String::with_capacity(key.len());
+    for (i, &c) in chars.iter().enumerate() {
+        if c == '.' {
+            let ends_word = chars
+                .get(i + 1)
+                .is_none_or(|n| n.is_whitespace() || *n == ',');
+            // One letter before it, after a space, a full stop or the start: an initial.
+            let initial = i >= 1
+                && chars[i - 1].is_alphabetic()
+                && (i == 1 || chars[i - 2].is_whitespace() || chars[i - 2] == '.');
+            if ends_word || initial {
+                continue;
+            }
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// What may stand between two names the text gives for one thing ("X (Y)", "X, also
@@ -430,8 +461,8 @@ fn same_name_joins<'m, 't>(
                 .filter(|&g| list[g].established(mentions, described))
                 .collect();
             let among = |gs: &[usize], context: &mut Context<'m>| {
-                let describing: Vec<&[usize]> =
-                    gs.iter().map(|&g| list[g].describing.as_slice()).collect();
+                let owned = own_describing(list, gs, mentions, described);
+                let describing: Vec<&[usize]> = owned.iter().map(Vec::as_slice).collect();
                 context
                     .choose(mentions, i, &keys[i], &describing, text_of)
                     .map(|c| gs[c])
@@ -512,7 +543,91 @@ fn same_name_joins<'m, 't>(
             });
         }
     }
+    kind_name_joins(mentions, described, &groups, out);
     kept_apart
+}
+
+/// The describing members of each of the groups `gs` whose documents speak for it: a
+/// document speaks for the thing its title names, so the state's summary, which also
+/// names the city ("the municipality of São Paulo"), is not the city's evidence.
+fn own_describing(
+    list: &[Group],
+    gs: &[usize],
+    mentions: &[Mention<'_>],
+    described: &[Described],
+) -> Vec<Vec<usize>> {
+    let titled_elsewhere = |g: usize, d: usize| {
+        gs.iter().filter(|&&h| h != g).any(|&h| {
+            list[h].describing.iter().any(|&e| {
+                mentions[e].document == mentions[d].document && described[e].title.is_some()
+            })
+        })
+    };
+    gs.iter()
+        .map(|&g| {
+            let mut own = list[g].describing.clone();
+            own.retain(|&d| !titled_elsewhere(g, d));
+            own
+        })
+        .collect()
+}
+
+/// [`JoinRule::KindName`]: a name "X KIND" (its last word a kind word) joins the one
+/// established thing called "X" that its documents call that kind, where "X KIND" is one
+/// thing. A name no document calls a kind, or two things called "X" of that kind, join
+/// nothing.
+fn kind_name_joins(
+    mentions: &[Mention<'_>],
+    described: &[Described],
+    groups: &HashMap<(&str, EntityType), Vec<Group>>,
+    out: &mut Vec<Join>,
+) {
+    let mut found: Vec<Join> = Vec::new();
+    for (&(key, entity_type), longer) in groups {
+        let ([named], Some((head, word))) = (&longer[..], key.rsplit_once(' ')) else {
+            continue;
+        };
+        let Some(kind) = described::kind_word(word) else {
+            continue;
+        };
+        let Some(short) = groups.get(&(head, entity_type)) else {
+            continue;
+        };
+        let of_kind: Vec<&Group> = short
+            .iter()
+            .filter(|g| {
+                g.described.kind.as_deref() == Some(kind) && g.established(mentions, described)
+            })
+            .collect();
+        if let [thing] = of_kind[..] {
+            found.push(Join {
+                a: thing.earliest.min(named.earliest),
+                b: thing.earliest.max(named.earliest),
+                rule: JoinRule::KindName,
+                evidence: None,
+            });
+        }
+    }
+    found.sort_by_key(|j| (j.a, j.b));
+    out.extend(found);
+}
+
+/// The name (a [`name_key`]) a key is "NAME KIND" of, where its last word is a kind
+/// word: the name [`JoinRule::KindName`] may join it to, which is also the key both are
+/// serialised under beside the commits.
+pub fn kind_name_head(key: &str) -> Option<&str> {
+    let (head, word) = key.rsplit_once(' ')?;
+    described::kind_word(word).map(|_| head)
+}
+
+/// Every key [`JoinRule::KindName`] may join `key` with: its head ("amazon" for "amazon
+/// river"), and the key with each kind word after it ("amazon river", "amazon lake" …).
+pub fn kind_name_keys(key: &str) -> Vec<String> {
+    kind_name_head(key)
+        .map(str::to_owned)
+        .into_iter()
+        .chain(described::kind_words().map(|w| format!("{key} {w}")))
+        .collect()
 }
 
 /// Whether `longer` (a [`name_key`]) spells out the acronym `short` letter for letter, the
@@ -959,6 +1074,119 @@ mod tests {
     }
 
     #[test]
+    fn a_name_with_its_kind_after_it_joins_the_one_thing_of_that_kind() {
+        use EntityType::Location;
+        let texts: HashMap<&str, &str> = HashMap::from([
+            (
+                "swamp",
+                "Swamps lie along rivers such as the Amazon and the Congo.",
+            ),
+            (
+                "nile",
+                "It carries less water than rivers such as the Amazon.",
+            ),
+            ("belem", "Belém is near the mouth of the Amazon River."),
+            (
+                "forest",
+                "Seen from above, the Amazon is a moist tropical rainforest.",
+            ),
+            ("delta", "The Congo River delta is wide."),
+        ]);
+        let mention = |document: &'static str, text: &'static str| Mention {
+            document,
+            title: None,
+            text,
+            start: texts[document].find(text).unwrap(),
+            entity_type: Location,
+        };
+        let ms = [
+            mention("swamp", "the Amazon"),
+            mention("nile", "the Amazon"),
+            mention("belem", "Amazon River"),
+            mention("forest", "the Amazon"),
+            mention("swamp", "the Congo"),
+            mention("delta", "Congo River"),
+        ];
+        let r = resolve(&ms, |d| texts.get(d).copied(), &HashMap::new());
+        let c = clusters(ms.len(), &r.joins);
+        // Two documents call "the Amazon" a river: "Amazon River" is that river, not the
+        // rainforest a third calls it.
+        assert!(c[0] == c[1] && c[1] == c[2] && c[3] != c[0]);
+        assert!(
+            r.joins
+                .iter()
+                .any(|j| j.rule == JoinRule::KindName && (j.a, j.b) == (0, 2))
+        );
+        // One document's reading establishes nothing: "Congo River" joins no "Congo".
+        assert_ne!(c[4], c[5]);
+        assert_eq!(kind_name_head("amazon river"), Some("amazon"));
+        assert_eq!(kind_name_head("amazon rivers"), None);
+        assert!(kind_name_keys("amazon").contains(&"amazon river".to_owned()));
+    }
+
+    #[test]
+    fn two_years_or_a_mention_its_own_sentence_calls_another_kind_keep_things_apart() {
+        use EntityType::{Location, Work};
+        let texts: HashMap<&str, &str> = HashMap::from([
+            (
+                "berlin",
+                "It kept the principles of the 1856 Treaty of Paris.",
+            ),
+            ("war", "It came under the December 1898 Treaty of Paris."),
+            (
+                "state",
+                "São Paulo is a state. Its capital is the municipality of São Paulo.",
+            ),
+            ("city", "São Paulo is the capital city of the state."),
+            ("brazil", "Its most populous city is São Paulo."),
+        ]);
+        let mention = |document: &'static str, title: &'static str, at: usize, text, t| Mention {
+            document,
+            title: Some(title),
+            text,
+            start: at,
+            entity_type: t,
+        };
+        let second = texts["state"].rfind("São Paulo").unwrap();
+        let ms = [
+            mention(
+                "berlin",
+                "Congress of Berlin",
+                texts["berlin"].find("Treaty").unwrap(),
+                "Treaty of Paris",
+                Work,
+            ),
+            mention(
+                "war",
+                "Philippine–American War",
+                texts["war"].find("Treaty").unwrap(),
+                "Treaty of Paris",
+                Work,
+            ),
+            mention("state", "São Paulo (state)", 0, "São Paulo", Location),
+            mention("state", "São Paulo (state)", second, "São Paulo", Location),
+            mention("city", "São Paulo", 0, "São Paulo", Location),
+            mention(
+                "brazil",
+                "Brazil",
+                texts["brazil"].find("São").unwrap(),
+                "São Paulo",
+                Location,
+            ),
+        ];
+        let r = resolve(&ms, |d| texts.get(d).copied(), &HashMap::new());
+        let c = clusters(ms.len(), &r.joins);
+        assert_ne!(c[0], c[1]);
+        assert_eq!(r.described[0].year.as_deref(), Some("1856"));
+        assert!(r.kept_apart.contains(&(1, 0, Apart::Year)));
+        // The state's summary names the city too: that mention is the city's.
+        assert_eq!(r.described[2].kind.as_deref(), Some("state"));
+        assert_eq!(r.described[3].kind.as_deref(), Some("city"));
+        assert_eq!(r.described[3].title, None);
+        assert!(c[3] == c[4] && c[4] == c[5] && c[2] != c[4]);
+    }
+
+    #[test]
     fn the_title_leading_its_text_takes_an_or_after_a_comma_and_nothing_else_does() {
         let d = "World War II, or the Second World War, was a conflict. \
                  It drew in France, Spain, or Italy.";
@@ -1144,6 +1372,10 @@ mod tests {
         assert_eq!(name_key("Ame\u{301}lie"), name_key("Amélie"));
         assert_ne!(name_key("Seurat"), name_key("Georges Seurat"));
         assert_ne!(name_key("A Christmas Carol"), name_key("Christmas carol"));
+        assert_eq!(name_key("Washington, D.C."), name_key("Washington, DC"));
+        assert_eq!(name_key("St. Louis"), name_key("St Louis"));
+        assert_eq!(name_key("J.R.R. Tolkien"), "jrr tolkien");
+        assert_eq!(name_key("Amazon.com, Inc."), "amazon.com, inc");
     }
 
     #[test]

@@ -632,3 +632,93 @@ async fn a_mention_that_says_nothing_is_placed_beside_the_commits_as_a_full_reso
     assert_ne!(entity_of(&entities, later.0[0]), state);
     assert_eq!(s.resolve_entities().await.unwrap().changed, 0);
 }
+
+#[tokio::test]
+async fn a_name_with_its_kind_and_two_dated_works_resolve_beside_the_commits_as_in_full() {
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let amazon = [("Amazon", "location")];
+    let mut river = Vec::new();
+    for doc in ["s1", "s2"] {
+        let text = format!(
+            "Swamps lie along major rivers such as the Amazon. Amazon opened the office called \
+             {doc} here."
+        );
+        river.push(doc_with(s, doc, &text, &amazon).await);
+    }
+    let forest = doc_with(
+        s,
+        "f1",
+        "Seen from above, the Amazon is a moist tropical rainforest. Amazon opened the office \
+         called f1 here.",
+        &amazon,
+    )
+    .await;
+    let treaty = [("Treaty of Paris", "work")];
+    let earlier = doc_with(
+        s,
+        "t1",
+        "It kept the principles of the 1856 Treaty of Paris. Treaty of Paris opened the office \
+         called t1 here.",
+        &treaty,
+    )
+    .await;
+    s.resolve_entities().await.unwrap();
+    // Committed after the full resolve: placed beside the commits.
+    let named = doc_with(
+        s,
+        "r1",
+        "Amazon River opened the office called r1 here.",
+        &[("Amazon River", "location")],
+    )
+    .await;
+    let later = doc_with(
+        s,
+        "t2",
+        "It came under the December 1898 Treaty of Paris. Treaty of Paris opened the office \
+         called t2 here.",
+        &treaty,
+    )
+    .await;
+    assert_eq!(
+        s.resolve_new_entities(&[named.0[0], later.0[0]])
+            .await
+            .unwrap(),
+        2
+    );
+    let entity_of = |entities: &[CanonicalEntity], id: i64| {
+        entities
+            .iter()
+            .find(|e| e.mentions.iter().any(|m| m.entity_id == id))
+            .map(|e| e.id)
+    };
+    let entities = s.canonical_entities(None).await.unwrap();
+    let the_river = entity_of(&entities, river[0].0[0]);
+    assert!(the_river.is_some());
+    assert_eq!(entity_of(&entities, river[1].0[0]), the_river);
+    assert_eq!(entity_of(&entities, named.0[0]), the_river, "{entities:#?}");
+    assert_ne!(entity_of(&entities, forest.0[0]), the_river);
+    let row = entities
+        .iter()
+        .flat_map(|e| &e.mentions)
+        .find(|m| m.entity_id == named.0[0])
+        .unwrap();
+    assert_eq!(row.rule, Resolution::KindName);
+    assert_ne!(
+        entity_of(&entities, earlier.0[0]),
+        entity_of(&entities, later.0[0])
+    );
+    // What each treaty's document dates it by is stored and shown to a person.
+    let pairs = s.undecided_pairs(50).await.unwrap();
+    let treaties = pairs
+        .iter()
+        .find(|p| p.a.name == "Treaty of Paris")
+        .unwrap();
+    let mut years = [
+        treaties.a.described.year.clone(),
+        treaties.b.described.year.clone(),
+    ];
+    years.sort();
+    assert_eq!(years, [Some("1856".to_owned()), Some("1898".to_owned())]);
+    assert_eq!(s.resolve_entities().await.unwrap().changed, 0);
+}

@@ -28,9 +28,16 @@ pub struct Described {
     pub longer: Option<String>,
     /// The kind of place or polity the document calls a name that is not a person's,
     /// where every sentence that calls it one agrees ("the state of Georgia", "Georgia
-    /// is a country", "Its capital and largest city, Victoria,").
+    /// is a country", "Its capital and largest city, Victoria,", "rivers such as the
+    /// Amazon"), or its title's qualifier unless the mention's own sentence says another.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
+    /// For an event or a work, the year the text dates the name by, where every place
+    /// that dates it agrees: "the 1856 Treaty of Paris", "the December 1898 Treaty of
+    /// Paris", "World War I (1914–1918)". Two treaties, two editions, two games of a
+    /// name are told apart by it; a person or a place is not dated by a year near it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub year: Option<String>,
 }
 
 closed_enum! {
@@ -43,6 +50,8 @@ closed_enum! {
         LongerName = "longer_name",
         /// Two kinds of place or polity.
         Kind = "kind",
+        /// An event or a work of the name dated by two years.
+        Year = "year",
         /// Two or more things of the name are established (by titles, or each by two
         /// documents), and this document says not which it means: not by its own title's
         /// qualifier, nor by sharing more names with one's documents than with the rest.
@@ -54,7 +63,7 @@ closed_enum! {
 impl Described {
     /// Whether the document says nothing of the name.
     pub fn is_empty(&self) -> bool {
-        self.title.is_none() && self.longer.is_none() && self.kind.is_none()
+        self.title.is_none() && self.longer.is_none() && self.kind.is_none() && self.year.is_none()
     }
 
     /// Which reading says the two are different things, if one does; a part only one side
@@ -75,6 +84,11 @@ impl Described {
         {
             return Some(Apart::Kind);
         }
+        if let (Some(a), Some(b)) = (&self.year, &other.year)
+            && a != b
+        {
+            return Some(Apart::Year);
+        }
         None
     }
 
@@ -85,6 +99,7 @@ impl Described {
             (&mut self.title, &other.title),
             (&mut self.longer, &other.longer),
             (&mut self.kind, &other.kind),
+            (&mut self.year, &other.year),
         ] {
             if mine.is_none() {
                 mine.clone_from(theirs);
@@ -107,10 +122,9 @@ fn one_name(a: &str, b: &str) -> bool {
     if short.len() > long.len() {
         std::mem::swap(&mut short, &mut long);
     }
-    let initial = |i: &str, w: &str| {
-        i.strip_suffix('.')
-            .is_some_and(|p| p.chars().count() <= 2 && !p.is_empty() && w.starts_with(p))
-    };
+    // Keys keep no full stops ([`name_key`]): an initial is one letter.
+    let initial =
+        |i: &str, w: &str| i.chars().count() == 1 && w.len() > i.len() && w.starts_with(i);
     short.iter().all(|s| {
         long.iter()
             .any(|l| l == s || initial(s, l) || initial(l, s))
@@ -146,17 +160,53 @@ const KINDS: &[(&str, &str)] = &[
     ("mountain", "mountain"),
     ("empire", "empire"),
     ("dynasty", "dynasty"),
+    ("villages", "village"),
+    ("towns", "city"),
+    ("municipality", "city"),
+    ("districts", "district"),
+    ("regions", "region"),
+    ("lakes", "lake"),
+    ("seas", "sea"),
+    ("mountains", "mountain"),
+    ("empires", "empire"),
+    ("dynasties", "dynasty"),
+    ("forest", "forest"),
+    ("forests", "forest"),
+    ("rainforest", "forest"),
+    ("rainforests", "forest"),
 ];
 
-fn kind_of(word: &str) -> Option<&'static str> {
+pub(super) fn kind_of(word: &str) -> Option<&'static str> {
     KINDS.iter().find(|(w, _)| *w == word).map(|(_, k)| *k)
+}
+
+/// The kind a name's last word gives it as part of the name, in the singular ("Amazon
+/// River", "New York City"): what [`super::JoinRule::KindName`] reads.
+pub(super) fn kind_word(word: &str) -> Option<&'static str> {
+    (!word.ends_with('s')).then(|| kind_of(word))?
+}
+
+/// Every word [`kind_word`] reads.
+pub(super) fn kind_words() -> impl Iterator<Item = &'static str> {
+    KINDS.iter().map(|(w, _)| *w).filter(|w| !w.ends_with('s'))
 }
 
 /// Words that end the modifiers before a noun ("a country in …", "the capital of …").
 const ENDS_PHRASE: &[&str] = &[
     "of", "in", "on", "at", "from", "by", "with", "for", "to", "and", "or", "that", "which", "who",
-    "whose", "where",
+    "whose", "where", "near", "between", "along", "across", "within", "into", "than", "as",
 ];
+
+/// The kind a kind word gives after the word before it: "a state" after a common word is
+/// mostly a polity's role ("a participating state", "neighbouring states such as"), not
+/// a federated state; a sovereign one is a country.
+fn polity(kind: &'static str, previous: Option<&str>) -> Option<&'static str> {
+    match (kind, previous) {
+        ("state", Some("sovereign")) => Some("country"),
+        ("state", Some(p)) if p.chars().next().is_some_and(char::is_lowercase) => None,
+        _ => Some(kind),
+    }
+}
 
 /// A capitalised word that may stand before a kind as a modifier, not a name of its own:
 /// an abbreviation ("U.S.") or a people's adjective ("Australian", "Brazilian",
@@ -175,6 +225,10 @@ fn proper_modifier(word: &str) -> bool {
 fn inside_longer_name(text: &str, at: usize, name: &str) -> bool {
     let capitalised = |w: &str| w.chars().next().is_some_and(char::is_uppercase);
     let name_word = |w: &str| capitalised(w) && !w.ends_with(['.', '!', '?', ':', ';']);
+    // "Île-de-France": joined by a hyphen, a piece of a longer name.
+    if text[..at].ends_with('-') || text[at + name.len()..].starts_with('-') {
+        return true;
+    }
     let mut words = text[..at]
         .strip_suffix(' ')
         .unwrap_or("")
@@ -194,15 +248,72 @@ fn inside_longer_name(text: &str, at: usize, name: &str) -> bool {
     before || after
 }
 
+/// The kind a list gives the name at `at` as one of its items: after "KIND such as"
+/// ("major rivers such as the Amazon, the Mississippi, and the Congo"), or before "and
+/// [the] OTHER KIND" ("the Amazon and Ganges–Brahmaputra rivers"). Every item between must
+/// be a name, so that "rivers such as the Amazon flow into seas near Brazil" says nothing
+/// of Brazil. A kind word right after a name is not read: the name is often an adjective
+/// there ("the Caribbean island of", "the Île-de-France region").
+fn listed_kind(text: &str, at: usize, name: &str) -> Option<&'static str> {
+    let sentence = text[..at].rfind(". ").map_or(0, |i| i + 2);
+    if let Some((head, items)) = text[sentence..at].rsplit_once(" such as ")
+        && items.split_whitespace().all(|w| {
+            let w = w.trim_end_matches(',');
+            matches!(w, "the" | "and" | "or") || w.chars().next().is_some_and(char::is_uppercase)
+        })
+        && let mut head = head.split_whitespace().rev()
+        && let Some(kind) = head.next().and_then(kind_of)
+        // "regions such as" is too loose a kind to tell two things apart by.
+        && kind != "region"
+    {
+        return polity(kind, head.next());
+    }
+    let after = &text[at + name.len()..];
+    let word = |w: &str| w.trim_end_matches([',', '.', ';', ':', ')']).to_owned();
+    let mut words = after.split_whitespace();
+    if after.starts_with(' ') && words.next() == Some("and") {
+        let mut next = words.next();
+        if next == Some("the") {
+            next = words.next();
+        }
+        // One to three capitalised words, then the plural kind.
+        let mut named = 0;
+        while next.is_some_and(|w| w.chars().next().is_some_and(char::is_uppercase)) {
+            named += 1;
+            next = words.next();
+        }
+        if (1..=3).contains(&named)
+            && let Some(w) = next
+            && word(w).ends_with('s')
+        {
+            return kind_of(&word(w));
+        }
+    }
+    None
+}
+
 /// The kind one occurrence of `name` at `at` in `text` is given: "the [U.S.] state of
-/// NAME", "… city, NAME", or "NAME[,] is/was a/an/the [modifiers] KIND".
+/// NAME", "… city, NAME", "its largest city is NAME", a list of a kind's things
+/// ([`listed_kind`]), or "NAME[,] is/was a/an/the [modifiers] KIND".
 fn kind_at(text: &str, at: usize, name: &str) -> Option<&'static str> {
     if inside_longer_name(text, at, name) {
         return None;
     }
+    // Not the name of a thing, but its possessor ("Egypt's"), which a kind word before
+    // it does not describe.
+    if text[at + name.len()..].starts_with(['\'', '’']) {
+        return None;
+    }
+    if let Some(kind) = listed_kind(text, at, name) {
+        return Some(kind);
+    }
     let before: Vec<&str> = text[..at].split_whitespace().rev().take(6).collect();
+    // In the singular: "the rainforests of Indonesia" are in Indonesia.
     if before.first() == Some(&"of")
-        && let Some(kind) = before.get(1).and_then(|w| kind_of(w))
+        && let Some(kind) = before
+            .get(1)
+            .filter(|w| !w.ends_with('s'))
+            .and_then(|w| kind_of(w))
     {
         let mut rest = before[2..].iter();
         let mut next = rest.next();
@@ -215,9 +326,25 @@ fn kind_at(text: &str, at: usize, name: &str) -> Option<&'static str> {
             return Some(kind);
         }
     }
-    // "… city, Victoria": an apposition, unless the kind is a named one's ("Zhejiang
-    // province, China" places the province in China).
+    // "Its most populous city is São Paulo": the kind is the subject's, and the name
+    // what it is.
+    if matches!(before.first(), Some(&"is" | &"was"))
+        && let Some(kind) = before.get(1).and_then(|w| kind_of(w))
+        // A modifier before the kind ("most populous", "its"), not an article: "the
+        // capital of the state is Atlanta" says what the capital is.
+        && before.get(2).is_some_and(|w| {
+            w.chars().next().is_some_and(char::is_lowercase)
+                && !matches!(*w, "the" | "a" | "an")
+                && !ENDS_PHRASE.contains(w)
+        })
+    {
+        return Some(kind);
+    }
+    // "… city, Victoria,": an apposition, which closes after the name ("of the country,
+    // Wallonia is" is none), unless the kind is a named one's ("Zhejiang province, China"
+    // places the province in China).
     if text[..at].ends_with(", ")
+        && text[at + name.len()..].starts_with([',', '.', ';', ')'])
         && let Some(kind) = before
             .first()
             .and_then(|w| w.strip_suffix(','))
@@ -238,7 +365,7 @@ fn kind_at(text: &str, at: usize, name: &str) -> Option<&'static str> {
         .find_map(|a| rest.strip_prefix(a))?;
     let mut kind = None;
     let mut previous: Option<&str> = None;
-    for token in rest.split_whitespace().take(4) {
+    for token in rest.split_whitespace().take(6) {
         let word = token.trim_end_matches([',', ';', ':', ')']);
         // An abbreviation keeps its full stop ("U.S."); a word that ends a sentence not.
         let word = match word.strip_suffix('.') {
@@ -246,18 +373,15 @@ fn kind_at(text: &str, at: usize, name: &str) -> Option<&'static str> {
             _ => word,
         };
         let lowercase = word.chars().next().is_some_and(char::is_lowercase);
+        // "the capital and largest city": modifiers joined by "and".
+        if word == "and" && kind.is_none() && previous.is_some() && word.len() == token.len() {
+            continue;
+        }
         if ENDS_PHRASE.contains(&word) || !(lowercase || proper_modifier(word)) {
             break;
         }
         if let Some(k) = kind_of(word) {
-            // "A state" after a common word is mostly a polity's role ("a participating
-            // state", "a member state"), not a federated state; a sovereign one is a
-            // country.
-            kind = match (k, previous) {
-                ("state", Some("sovereign")) => Some("country"),
-                ("state", Some(p)) if p.chars().next().is_some_and(char::is_lowercase) => None,
-                _ => Some(k),
-            };
+            kind = polity(k, previous);
         }
         if word.len() != token.len() {
             break;
@@ -281,6 +405,58 @@ fn kind_in(text: &str, name: &str) -> Option<&'static str> {
         from = at + name.len();
     }
     found
+}
+
+/// A year as a summary writes one: three or four digits.
+fn year(word: &str) -> Option<&str> {
+    ((3..=4).contains(&word.len()) && word.bytes().all(|b| b.is_ascii_digit())).then_some(word)
+}
+
+/// The year one occurrence of `name` at `at` is dated by, in its own phrase: "the [MONTH]
+/// YEAR NAME", "NAME (YEAR–…)", "NAME of YEAR", and for a work "NAME (YEAR)". An event's
+/// one year in parentheses may date a part of it ("the end of World War II (1945)").
+fn year_at<'t>(text: &'t str, at: usize, name: &str, work: bool) -> Option<&'t str> {
+    let mut before = text[..at].strip_suffix(' ')?.rsplit(' ');
+    if let Some(y) = before.next().and_then(year) {
+        let mut next = before.next();
+        if next.is_some_and(relata_core::names::is_month) {
+            next = before.next();
+        }
+        if matches!(next, Some("the" | "The")) {
+            return Some(y);
+        }
+    }
+    let after = &text[at + name.len()..];
+    let (rest, parenthesised) = match after.strip_prefix(" (") {
+        Some(rest) => (rest, true),
+        None => (after.strip_prefix(" of ")?, false),
+    };
+    let digits = rest
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(rest.len());
+    let dated = match rest[digits..].chars().next() {
+        Some('–' | '-') => true,
+        Some(')') => work,
+        None | Some(',' | '.' | ' ' | ';') => !parenthesised,
+        _ => false,
+    };
+    dated.then(|| year(&rest[..digits]))?
+}
+
+/// The year `text` dates `name` by wherever it dates it, if every such place agrees.
+fn year_in(text: &str, name: &str, work: bool) -> Option<String> {
+    let mut found: Option<&str> = None;
+    let mut from = 0;
+    while let Some(at) = relata_core::names::find_word(&text[from..], name).map(|i| i + from) {
+        if let Some(y) = year_at(text, at, name, work) {
+            if found.is_some_and(|f| f != y) {
+                return None;
+            }
+            found = Some(y);
+        }
+        from = at + name.len();
+    }
+    found.map(str::to_owned)
 }
 
 /// The name as the text writes it, without a leading "the" or a possessive.
@@ -322,8 +498,7 @@ pub(super) fn describe<'t>(
     let mut kinds: HashMap<(&str, &str), Option<&'static str>> = HashMap::new();
     for (i, m) in mentions.iter().enumerate() {
         let d = &mut out[i];
-        // A title's qualifier that is a kind ("Georgia (U.S. state)", "São Paulo
-        // (state)") gives the kind where the text gives none.
+        // A title's qualifier that is a kind: "Georgia (U.S. state)", "São Paulo (state)".
         let mut title_kind = None;
         if let Some(title) = m.title {
             let (name, qualified) = relata_core::names::unqualified_title(title);
@@ -349,17 +524,46 @@ pub(super) fn describe<'t>(
                 d.longer = Some(name_key(name));
             }
         }
-        if m.entity_type != EntityType::Person
+        if matches!(m.entity_type, EntityType::Event | EntityType::Work)
             && let Some(text) = text_of(m.document)
         {
-            let name = bare(m.text);
+            d.year = year_in(text, bare(m.text), m.entity_type == EntityType::Work);
+        }
+        if m.entity_type == EntityType::Person {
+            continue;
+        }
+        // The title's qualifier first, the collection's own word for what the document is
+        // about, unless the mention's own sentence calls it another kind: then it is
+        // another thing than the document's ("Its capital is the municipality of São
+        // Paulo" in "São Paulo (state)"). Else what the text calls the name, where every
+        // sentence that calls it something agrees.
+        let name = bare(m.text);
+        let text = text_of(m.document);
+        if let Some(titled) = title_kind {
+            let own = text.and_then(|t| {
+                let at = m.start + m.text.find(name)?;
+                (t.get(at..at + name.len()) == Some(name)).then(|| kind_at(t, at, name))?
+            });
+            d.kind = Some(own.unwrap_or(titled).to_owned());
+            if own.is_some_and(|o| o != titled) {
+                d.title = None;
+            }
+        } else if let Some(text) = text {
             d.kind = kinds
                 .entry((m.document, name))
                 .or_insert_with(|| kind_in(text, name))
                 .map(str::to_owned);
         }
-        if d.kind.is_none() && m.entity_type != EntityType::Person {
-            d.kind = title_kind.map(str::to_owned);
+        if d.kind.is_none() {
+            // Else the kind the longer name it stands for ends in ("the Amazon" for
+            // "Amazon rainforest"), in the singular: "United States" is no state.
+            d.kind = d
+                .longer
+                .as_deref()
+                .and_then(|l| l.rsplit(' ').next())
+                .filter(|w| !w.ends_with('s'))
+                .and_then(kind_of)
+                .map(str::to_owned);
         }
     }
     out
@@ -454,9 +658,185 @@ mod tests {
     }
 
     #[test]
+    fn a_list_of_a_kind_and_a_kind_as_subject_give_it_and_an_adjective_does_not() {
+        let k = |text: &str, name: &str| kind_in(text, name);
+        let swamp = "Some of the largest swamps are along major rivers such as the Amazon, \
+                     the Mississippi, and the Congo.";
+        assert_eq!(k(swamp, "Amazon"), Some("river"));
+        assert_eq!(k(swamp, "Congo"), Some("river"));
+        assert_eq!(
+            k(
+                "It follows the Amazon and Ganges–Brahmaputra rivers.",
+                "Amazon"
+            ),
+            Some("river")
+        );
+        assert_eq!(k("It is the largest Caribbean island.", "Caribbean"), None);
+        assert_eq!(
+            k(
+                "It resisted neighbouring states such as Poland and Hungary.",
+                "Hungary"
+            ),
+            None
+        );
+        assert_eq!(
+            k(
+                "It is known in Middle Eastern regions such as Cyprus.",
+                "Cyprus"
+            ),
+            None
+        );
+        assert_eq!(
+            k(
+                "Covering the south of the country, Wallonia is French-speaking.",
+                "Wallonia"
+            ),
+            None
+        );
+        assert_eq!(
+            k(
+                "Seville is the capital and largest city of Andalusia.",
+                "Seville"
+            ),
+            Some("city")
+        );
+        assert_eq!(
+            k(
+                "Lima is the capital and largest city of Peru. It spans the province of Lima.",
+                "Lima"
+            ),
+            None
+        );
+        assert_eq!(
+            k(
+                "It began in the Île-de-France and Picardy regions.",
+                "France"
+            ),
+            None
+        );
+        assert_eq!(k("They live in the rainforests of Borneo.", "Borneo"), None);
+        assert_eq!(
+            k("Its most populous city is São Paulo.", "São Paulo"),
+            Some("city")
+        );
+        assert_eq!(
+            k("Its capital is the municipality of São Paulo.", "São Paulo"),
+            Some("city")
+        );
+        // The list must be names up to this one, the subject's kind its own.
+        assert_eq!(
+            k(
+                "Rivers such as the Amazon flow into seas near Brazil.",
+                "Brazil"
+            ),
+            None
+        );
+        assert_eq!(k("The capital of the state is Atlanta.", "Atlanta"), None);
+        assert_eq!(k("The river is Egypt's lifeline.", "Egypt"), None);
+        assert_eq!(k("It joins the Amazon and the sea.", "Amazon"), None);
+    }
+
+    #[test]
+    fn a_short_name_has_the_kind_its_longer_name_ends_in() {
+        // The text gives no kind of its own: a capitalised word after a name is part of
+        // it, and a biome is no kind read.
+        let text = "The Amazon Rainforest, also called Amazonia, or simply the Amazon, \
+                    is a moist broadleaf biome.";
+        let mentions = [
+            Mention {
+                document: "Amazon rainforest",
+                title: Some("Amazon rainforest"),
+                text: "Amazon Rainforest",
+                start: 4,
+                entity_type: EntityType::Location,
+            },
+            Mention {
+                document: "Amazon rainforest",
+                title: Some("Amazon rainforest"),
+                text: "the Amazon",
+                start: text.find("the Amazon,").unwrap(),
+                entity_type: EntityType::Location,
+            },
+        ];
+        let keys: Vec<String> = mentions.iter().map(|m| name_key(m.text)).collect();
+        let joins = [Join {
+            a: 0,
+            b: 1,
+            rule: JoinRule::AliasInText,
+            evidence: None,
+        }];
+        assert_eq!(kind_in(text, "Amazon"), None);
+        let d = describe(&mentions, &keys, |_| Some(text), &joins);
+        assert_eq!(d[1].longer.as_deref(), Some("amazon rainforest"));
+        assert_eq!(d[1].kind.as_deref(), Some("forest"));
+    }
+
+    #[test]
+    fn a_year_in_the_names_own_phrase_dates_it() {
+        let y = |text: &str, name: &str| year_in(text, name, true);
+        let name = "Treaty of Paris";
+        assert_eq!(
+            y(
+                "It followed the principles of the 1856 Treaty of Paris.",
+                name
+            )
+            .as_deref(),
+            Some("1856")
+        );
+        assert_eq!(
+            y(
+                "It was annexed under the December 1898 Treaty of Paris.",
+                name
+            )
+            .as_deref(),
+            Some("1898")
+        );
+        assert_eq!(
+            y(
+                "It is associated with World War I (1914–1918).",
+                "World War I"
+            )
+            .as_deref(),
+            Some("1914")
+        );
+        assert_eq!(
+            y("The Revolution of 1848 spread.", "Revolution").as_deref(),
+            Some("1848")
+        );
+        assert_eq!(
+            y("It was written as Frankenstein (1818).", "Frankenstein").as_deref(),
+            Some("1818")
+        );
+        // An event's one year in parentheses may date a part of it.
+        assert_eq!(
+            year_in(
+                "Since the end of World War II (1945).",
+                "World War II",
+                false
+            ),
+            None
+        );
+        assert_eq!(
+            year_in("During World War II (1939–1945).", "World War II", false).as_deref(),
+            Some("1939")
+        );
+        // A year that dates the sentence, a figure, or two dates: nothing.
+        assert_eq!(y("In 1783, in the Treaty of Paris, it ended.", name), None);
+        assert_eq!(y("The Treaty of Paris (10 articles) ended it.", name), None);
+        assert_eq!(y("It sold 1856 Treaty of Paris copies.", name), None);
+        assert_eq!(
+            y(
+                "The 1783 Treaty of Paris and the 1898 Treaty of Paris.",
+                name
+            ),
+            None
+        );
+    }
+
+    #[test]
     fn longer_names_that_one_name_writes_shorter_agree() {
         assert!(one_name(
-            "franklin d. roosevelt",
+            "franklin d roosevelt",
             "franklin delano roosevelt"
         ));
         assert!(one_name(
