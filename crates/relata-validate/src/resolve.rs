@@ -1086,10 +1086,7 @@ mod tests {
                 "It carries less water than rivers such as the Amazon.",
             ),
             ("belem", "Belém is near the mouth of the Amazon River."),
-            (
-                "forest",
-                "Seen from above, the Amazon is a moist tropical rainforest.",
-            ),
+            ("forest", "The Amazon is a moist tropical rainforest."),
             ("delta", "The Congo River delta is wide."),
         ]);
         let mention = |document: &'static str, text: &'static str| Mention {
@@ -1103,7 +1100,7 @@ mod tests {
             mention("swamp", "the Amazon"),
             mention("nile", "the Amazon"),
             mention("belem", "Amazon River"),
-            mention("forest", "the Amazon"),
+            mention("forest", "The Amazon"),
             mention("swamp", "the Congo"),
             mention("delta", "Congo River"),
         ];

@@ -236,7 +236,9 @@ fn inside_longer_name(text: &str, at: usize, name: &str) -> bool {
         .rev();
     // "Great Zimbabwe", and a name's tail after a connector: "Great Wall of China",
     // "Kingdom of France", "Tour de France".
+    // An article that opens a sentence is no part of the name: "The Amazon is a …".
     let before = match words.next() {
+        Some("The" | "A" | "An") => false,
         Some(w) if name_word(w) => true,
         Some("of" | "de" | "du" | "del" | "la") => words.next().is_some_and(name_word),
         _ => false,
@@ -322,7 +324,12 @@ fn kind_at(text: &str, at: usize, name: &str) -> Option<&'static str> {
                 next = rest.next();
             }
         }
-        if matches!(next, Some(&("the" | "The"))) {
+        // One thing of the kind, so a name that goes on after "and" is a piece of it:
+        // "the province of Newfoundland and Labrador".
+        let goes_on = text[at + name.len()..]
+            .strip_prefix(" and ")
+            .is_some_and(|r| r.starts_with(char::is_uppercase));
+        if matches!(next, Some(&("the" | "The"))) && !goes_on {
             return Some(kind);
         }
     }
@@ -733,6 +740,17 @@ mod tests {
         );
         assert_eq!(k("The capital of the state is Atlanta.", "Atlanta"), None);
         assert_eq!(k("The river is Egypt's lifeline.", "Egypt"), None);
+        assert_eq!(
+            k(
+                "It lies in the Canadian province of Newfoundland and Labrador.",
+                "Newfoundland"
+            ),
+            None
+        );
+        assert_eq!(
+            k("The Gambia is a country in West Africa.", "Gambia"),
+            Some("country")
+        );
         assert_eq!(k("It joins the Amazon and the sea.", "Amazon"), None);
     }
 
