@@ -584,10 +584,7 @@ fn kind_name_joins(
 ) {
     let mut found: Vec<Join> = Vec::new();
     for (&(key, entity_type), longer) in groups {
-        let ([named], Some((head, word))) = (&longer[..], key.rsplit_once(' ')) else {
-            continue;
-        };
-        let Some(kind) = described::kind_word(word) else {
+        let ([named], Some((head, kind))) = (&longer[..], kind_name_split(key)) else {
             continue;
         };
         let Some(short) = groups.get(&(head, entity_type)) else {
@@ -616,8 +613,13 @@ fn kind_name_joins(
 /// word: the name [`JoinRule::KindName`] may join it to, which is also the key both are
 /// serialised under beside the commits.
 pub fn kind_name_head(key: &str) -> Option<&str> {
+    kind_name_split(key).map(|(head, _)| head)
+}
+
+/// A "NAME KIND" key's head and the kind its last word gives.
+fn kind_name_split(key: &str) -> Option<(&str, &'static str)> {
     let (head, word) = key.rsplit_once(' ')?;
-    described::kind_word(word).map(|_| head)
+    Some((head, described::kind_word(word)?))
 }
 
 /// Every key [`JoinRule::KindName`] may join `key` with: its head ("amazon" for "amazon

@@ -180,8 +180,9 @@ pub(super) fn kind_of(word: &str) -> Option<&'static str> {
     KINDS.iter().find(|(w, _)| *w == word).map(|(_, k)| *k)
 }
 
-/// The kind a name's last word gives it as part of the name, in the singular ("Amazon
-/// River", "New York City"): what [`super::JoinRule::KindName`] reads.
+/// The kind a kind word gives in the singular: a name's last word as part of the name
+/// ("Amazon River", "New York City", what [`super::JoinRule::KindName`] reads), the
+/// word before "of" ("the state of"; "the rainforests of Indonesia" are in it).
 pub(super) fn kind_word(word: &str) -> Option<&'static str> {
     (!word.ends_with('s')).then(|| kind_of(word))?
 }
@@ -312,10 +313,7 @@ fn kind_at(text: &str, at: usize, name: &str) -> Option<&'static str> {
     let before: Vec<&str> = text[..at].split_whitespace().rev().take(6).collect();
     // In the singular: "the rainforests of Indonesia" are in Indonesia.
     if before.first() == Some(&"of")
-        && let Some(kind) = before
-            .get(1)
-            .filter(|w| !w.ends_with('s'))
-            .and_then(|w| kind_of(w))
+        && let Some(kind) = before.get(1).and_then(|w| kind_word(w))
     {
         let mut rest = before[2..].iter();
         let mut next = rest.next();
@@ -568,8 +566,7 @@ pub(super) fn describe<'t>(
                 .longer
                 .as_deref()
                 .and_then(|l| l.rsplit(' ').next())
-                .filter(|w| !w.ends_with('s'))
-                .and_then(kind_of)
+                .and_then(kind_word)
                 .map(str::to_owned);
         }
     }
