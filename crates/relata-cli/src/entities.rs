@@ -178,6 +178,7 @@ async fn undecided(config: &Config, limit: u32, json: bool) -> Result<u8> {
                 d.longer.as_ref().map(|l| format!("short for {l:?}")),
                 d.kind.as_ref().map(|k| format!("called a {k}")),
                 d.year.as_ref().map(|y| format!("dated {y}")),
+                d.maker.as_ref().map(|m| format!("made by {m:?}")),
             ]
             .into_iter()
             .flatten()

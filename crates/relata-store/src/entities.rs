@@ -32,7 +32,7 @@ use crate::{Store, parse_label};
 
 /// Bumped when a rule changes what it joins; stored with each row, so a store resolved by
 /// older rules can be told apart (and is re-resolved by `relata entities resolve`).
-pub const RULES_VERSION: i32 = 4;
+pub const RULES_VERSION: i32 = 5;
 
 /// Held exclusively by a full resolve, shared by the step beside each commit.
 const RESOLUTION_LOCK: &str = "entity-resolution";
@@ -304,7 +304,8 @@ impl Store {
                (SELECT r.entity_id FROM entity_resolutions r
                  WHERE r.name_key = ANY($2)
                    AND (r.described_title IS NOT NULL OR r.described_longer IS NOT NULL
-                        OR r.described_kind IS NOT NULL OR r.described_year IS NOT NULL))
+                        OR r.described_kind IS NOT NULL OR r.described_year IS NOT NULL
+                        OR r.described_maker IS NOT NULL))
              ORDER BY e.id"
         ))
         .bind(&revisions)
@@ -537,10 +538,12 @@ impl Store {
             Option<String>,
             Option<String>,
             Option<String>,
+            Option<String>,
         );
         let rows: Vec<Row> = sqlx::query_as(
             "SELECT r.canonical_id, e.id, e.name, r.entity_type, e.document_id, e.chunk_id,
-                    r.described_title, r.described_longer, r.described_kind, r.described_year
+                    r.described_title, r.described_longer, r.described_kind, r.described_year,
+                    r.described_maker
                FROM entity_resolutions r JOIN entities e ON e.id = r.entity_id
               ORDER BY r.canonical_id, e.id",
         )
@@ -580,13 +583,7 @@ impl Store {
             .iter()
             .flat_map(|(_, _, _, i, j)| [rows[*i].5, rows[*j].5])
             .collect();
-        let chunks: HashMap<i64, String> =
-            sqlx::query_as("SELECT id, text FROM chunks WHERE id = ANY($1)")
-                .bind(&chunk_ids)
-                .fetch_all(&self.pool)
-                .await?
-                .into_iter()
-                .collect();
+        let chunks = self.chunk_texts(&chunk_ids).await?;
         // The names each chunk's mentions are written as: a side's sentence is one that
         // writes its name on its own, not inside a longer name of the chunk.
         let mut chunk_names: HashMap<i64, Vec<&str>> = HashMap::new();
@@ -613,6 +610,7 @@ impl Store {
                     longer: row.7.clone(),
                     kind: row.8.clone(),
                     year: row.9.clone(),
+                    maker: row.10.clone(),
                 },
                 mentions: size[entity],
                 claims: claims.get(entity).copied().unwrap_or(0),
@@ -626,6 +624,18 @@ impl Store {
                 b: side(j),
             })
             .collect())
+    }
+
+    /// The text of each of the chunks `ids`.
+    async fn chunk_texts(&self, ids: &[i64]) -> Result<HashMap<i64, String>> {
+        Ok(
+            sqlx::query_as("SELECT id, text FROM chunks WHERE id = ANY($1)")
+                .bind(ids)
+                .fetch_all(&self.pool)
+                .await?
+                .into_iter()
+                .collect(),
+        )
     }
 
     /// The pairs of entities (smaller id first) a person separated and that still hold,
@@ -846,11 +856,12 @@ async fn known_placements(
         Option<String>,
         Option<String>,
         Option<String>,
+        Option<String>,
     );
     let ids: Vec<i64> = near.iter().map(|m| m.id).collect();
     let rows: Vec<Row> = sqlx::query_as(
         "SELECT entity_id, canonical_id, described_title, described_longer, described_kind,
-                described_year
+                described_year, described_maker
            FROM entity_resolutions WHERE entity_id = ANY($1)",
     )
     .bind(&ids)
@@ -858,7 +869,7 @@ async fn known_placements(
     .await?;
     Ok(rows
         .into_iter()
-        .map(|(id, canonical, title, longer, kind, year)| {
+        .map(|(id, canonical, title, longer, kind, year, maker)| {
             (
                 id,
                 (
@@ -868,6 +879,7 @@ async fn known_placements(
                         longer,
                         kind,
                         year,
+                        maker,
                     },
                 ),
             )
@@ -1081,15 +1093,16 @@ async fn write<'a>(
         cols.longer.push(p.described.longer.clone());
         cols.kind.push(p.described.kind.clone());
         cols.year.push(p.described.year.clone());
+        cols.maker.push(p.described.maker.clone());
     }
     let written = sqlx::query(
         "INSERT INTO entity_resolutions AS r (entity_id, canonical_id, rule, joined_to,
              evidence_revision_id, evidence_start, evidence_end, evidence_quote, name_key,
              entity_type, described_title, described_longer, described_kind, described_year,
-             rules_version)
-         SELECT u.*, $15 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[],
+             described_maker, rules_version)
+         SELECT u.*, $16 FROM unnest($1::bigint[], $2::bigint[], $3::text[], $4::bigint[],
              $5::bigint[], $6::int[], $7::int[], $8::text[], $9::text[], $10::text[],
-             $11::text[], $12::text[], $13::text[], $14::text[]) AS u
+             $11::text[], $12::text[], $13::text[], $14::text[], $15::text[]) AS u
          ON CONFLICT (entity_id) DO UPDATE SET
              canonical_id = EXCLUDED.canonical_id, rule = EXCLUDED.rule,
              joined_to = EXCLUDED.joined_to,
@@ -1101,17 +1114,19 @@ async fn write<'a>(
              described_longer = EXCLUDED.described_longer,
              described_kind = EXCLUDED.described_kind,
              described_year = EXCLUDED.described_year,
+             described_maker = EXCLUDED.described_maker,
              rules_version = EXCLUDED.rules_version, resolved_at = now()
          WHERE (r.canonical_id, r.rule, r.joined_to, r.evidence_revision_id,
                 r.evidence_start, r.evidence_end, r.evidence_quote, r.name_key,
                 r.described_title, r.described_longer, r.described_kind, r.described_year,
-                r.rules_version)
+                r.described_maker, r.rules_version)
                IS DISTINCT FROM
                (EXCLUDED.canonical_id, EXCLUDED.rule, EXCLUDED.joined_to,
                 EXCLUDED.evidence_revision_id, EXCLUDED.evidence_start,
                 EXCLUDED.evidence_end, EXCLUDED.evidence_quote, EXCLUDED.name_key,
                 EXCLUDED.described_title, EXCLUDED.described_longer,
-                EXCLUDED.described_kind, EXCLUDED.described_year, EXCLUDED.rules_version)",
+                EXCLUDED.described_kind, EXCLUDED.described_year, EXCLUDED.described_maker,
+                EXCLUDED.rules_version)",
     )
     .bind(&cols.entity)
     .bind(&cols.canonical)
@@ -1127,6 +1142,7 @@ async fn write<'a>(
     .bind(&cols.longer)
     .bind(&cols.kind)
     .bind(&cols.year)
+    .bind(&cols.maker)
     .bind(RULES_VERSION)
     .execute(&mut *tx)
     .await?;
@@ -1149,4 +1165,5 @@ struct Columns<'a> {
     longer: Vec<Option<String>>,
     kind: Vec<Option<String>>,
     year: Vec<Option<String>>,
+    maker: Vec<Option<String>>,
 }

@@ -83,7 +83,7 @@ impl Store {
                     res.canonical_id, res.rule, res.joined_to, res.evidence_revision_id,
                     res.evidence_start, res.evidence_end, res.evidence_quote,
                     res.described_title, res.described_longer, res.described_kind,
-                    res.described_year
+                    res.described_year, res.described_maker
              FROM entities e JOIN model_calls m ON m.id = e.call_id
              JOIN documents d ON d.id = e.document_id
              LEFT JOIN entity_resolutions res ON res.entity_id = e.id
@@ -316,6 +316,7 @@ fn entity(r: &PgRow) -> Result<ExportRecord> {
                     longer: r.try_get(24)?,
                     kind: r.try_get(25)?,
                     year: r.try_get(26)?,
+                    maker: r.try_get(27)?,
                 },
             }),
         },

@@ -457,9 +457,7 @@ fn same_name_joins<'m, 't>(
         }
         let list = groups.entry((keys[i].as_str(), m.entity_type)).or_default();
         if described[i].is_empty() && list.len() >= 2 {
-            let established: Vec<usize> = (0..list.len())
-                .filter(|&g| list[g].established(mentions, described))
-                .collect();
+            let established = established_among(list, mentions, described);
             let among = |gs: &[usize], context: &mut Context<'m>| {
                 let owned = own_describing(list, gs, mentions, described);
                 let describing: Vec<&[usize]> = owned.iter().map(Vec::as_slice).collect();
@@ -545,6 +543,29 @@ fn same_name_joins<'m, 't>(
     }
     kind_name_joins(mentions, described, &groups, out);
     kept_apart
+}
+
+/// The groups of one name among which a mention whose document says nothing must be
+/// placed by evidence: the established ones; and where an established thing is dated ("In
+/// 1783, in the Treaty of Paris" in two summaries), every dated one, since the documents
+/// date several things of the name ("the December 1898 Treaty of Paris").
+fn established_among(
+    list: &[Group],
+    mentions: &[Mention<'_>],
+    described: &[Described],
+) -> Vec<usize> {
+    let established: Vec<usize> = (0..list.len())
+        .filter(|&g| list[g].established(mentions, described))
+        .collect();
+    if !established
+        .iter()
+        .any(|&g| list[g].described.year.is_some())
+    {
+        return established;
+    }
+    (0..list.len())
+        .filter(|&g| list[g].described.year.is_some() || list[g].established(mentions, described))
+        .collect()
 }
 
 /// The describing members of each of the groups `gs` whose documents speak for it: a
@@ -1183,6 +1204,99 @@ mod tests {
         assert_eq!(r.described[3].kind.as_deref(), Some("city"));
         assert_eq!(r.described[3].title, None);
         assert!(c[3] == c[4] && c[4] == c[5] && c[2] != c[4]);
+    }
+
+    #[test]
+    fn dated_things_makers_and_spans_of_years_keep_one_name_apart() {
+        use EntityType::{Other, Person, Work};
+        let texts: HashMap<&str, &str> = HashMap::from([
+            (
+                "war",
+                "The war ended. In 1783, in the Treaty of Paris, Britain agreed.",
+            ),
+            (
+                "us",
+                "On September 3, 1783, in the Treaty of Paris, Britain agreed.",
+            ),
+            ("berlin", "It kept the 1856 Treaty of Paris."),
+            (
+                "ph-war",
+                "Spain ceded the Philippines in the December 1898 Treaty of Paris.",
+            ),
+            (
+                "ph",
+                "The Philippines rebelled against Spain. Spain sold the Philippines to the \
+                 United States in the Treaty of Paris.",
+            ),
+            ("david", "David is a statue by Michelangelo."),
+            (
+                "donatello",
+                "Donatello was a sculptor. His David was bronze.",
+            ),
+            ("jin", "The Jin dynasty ruled China."),
+            ("jurchen", "The Jin dynasty was a Jurchen empire."),
+            (
+                "kingdoms",
+                "Order under the Jin dynasty (266–420) in the north ended.",
+            ),
+        ]);
+        let m = |document: &'static str, title: &'static str, text: &'static str, t| Mention {
+            document,
+            title: Some(title),
+            text,
+            start: texts[document].find(text).unwrap(),
+            entity_type: t,
+        };
+        let ms = [
+            m("war", "American Revolutionary War", "Treaty of Paris", Work),
+            m(
+                "us",
+                "History of the United States",
+                "Treaty of Paris",
+                Work,
+            ),
+            m("berlin", "Congress of Berlin", "Treaty of Paris", Work),
+            m("ph-war", "Philippine–American War", "Treaty of Paris", Work),
+            m("ph", "Philippine Revolution", "Treaty of Paris", Work),
+            m("david", "David (Michelangelo)", "David", Work),
+            m("donatello", "Donatello", "Donatello", Person),
+            m("donatello", "Donatello", "David", Work),
+            m("jin", "Jin dynasty (266–420)", "Jin dynasty", Other),
+            m("jurchen", "Jin dynasty (1115–1234)", "Jin dynasty", Other),
+            m("kingdoms", "Sixteen Kingdoms", "Jin dynasty", Other),
+        ];
+        let r = resolve(&ms, |d| texts.get(d).copied(), &HashMap::new());
+        let c = clusters(ms.len(), &r.joins);
+        let years: Vec<Option<&str>> = r.described.iter().map(|d| d.year.as_deref()).collect();
+        assert_eq!(
+            years,
+            [
+                Some("1783"),
+                Some("1783"),
+                Some("1856"),
+                Some("1898"),
+                None,
+                None,
+                None,
+                None,
+                Some("266"),
+                Some("1115"),
+                Some("266"),
+            ]
+        );
+        // Two summaries establish the 1783 treaty; the undated one is one of three dated
+        // things, and it names the Philippines as the 1898 one's summary does.
+        assert_eq!(c[0], c[1]);
+        assert!(c[2] != c[0] && c[3] != c[0] && c[2] != c[3]);
+        assert_eq!(c[4], c[3]);
+        // Michelangelo's statue and Donatello's.
+        assert_eq!(r.described[5].maker.as_deref(), Some("michelangelo"));
+        assert_eq!(r.described[7].maker.as_deref(), Some("donatello"));
+        assert_ne!(c[5], c[7]);
+        assert!(r.kept_apart.contains(&(7, 5, Apart::Maker)));
+        // A span of years after a name places it with the title qualified so.
+        assert_eq!(c[10], c[8]);
+        assert_ne!(c[8], c[9]);
     }
 
     #[test]

@@ -634,7 +634,7 @@ async fn a_mention_that_says_nothing_is_placed_beside_the_commits_as_a_full_reso
 }
 
 #[tokio::test]
-async fn a_name_with_its_kind_and_two_dated_works_resolve_beside_the_commits_as_in_full() {
+async fn a_name_with_its_kind_and_two_dated_or_made_works_resolve_beside_the_commits_as_in_full() {
     let db = TestDb::new().await;
     let s = &db.store;
     let amazon = [("Amazon", "location")];
@@ -663,6 +663,14 @@ async fn a_name_with_its_kind_and_two_dated_works_resolve_beside_the_commits_as_
         &treaty,
     )
     .await;
+    let david = [("David", "work")];
+    let statue = doc_with(
+        s,
+        "d1",
+        "It is Michelangelo's David. David opened the office called d1 here.",
+        &david,
+    )
+    .await;
     s.resolve_entities().await.unwrap();
     // Committed after the full resolve: placed beside the commits.
     let named = doc_with(
@@ -680,11 +688,18 @@ async fn a_name_with_its_kind_and_two_dated_works_resolve_beside_the_commits_as_
         &treaty,
     )
     .await;
+    let bronze = doc_with(
+        s,
+        "d2",
+        "It is Donatello's David. David opened the office called d2 here.",
+        &david,
+    )
+    .await;
     assert_eq!(
-        s.resolve_new_entities(&[named.0[0], later.0[0]])
+        s.resolve_new_entities(&[named.0[0], later.0[0], bronze.0[0]])
             .await
             .unwrap(),
-        2
+        3
     );
     let entity_of = |entities: &[CanonicalEntity], id: i64| {
         entities
@@ -720,5 +735,23 @@ async fn a_name_with_its_kind_and_two_dated_works_resolve_beside_the_commits_as_
     ];
     years.sort();
     assert_eq!(years, [Some("1856".to_owned()), Some("1898".to_owned())]);
+    // And who made each statue.
+    assert_ne!(
+        entity_of(&entities, statue.0[0]),
+        entity_of(&entities, bronze.0[0])
+    );
+    let statues = pairs.iter().find(|p| p.a.name == "David").unwrap();
+    let mut makers = [
+        statues.a.described.maker.clone(),
+        statues.b.described.maker.clone(),
+    ];
+    makers.sort();
+    assert_eq!(
+        makers,
+        [
+            Some("donatello".to_owned()),
+            Some("michelangelo".to_owned())
+        ]
+    );
     assert_eq!(s.resolve_entities().await.unwrap().changed, 0);
 }

@@ -4,8 +4,9 @@
 //! dynasty (266–420)", "Jin dynasty (1115–1234)"), two longer names a short one stands for
 //! ("BP" for "Blood pressure" in one summary and for "Before Present" in another; "Lee"
 //! in "Bruce Lee" and in "Ang Lee"), two kinds of place ("the state of Georgia", "Georgia is
-//! a country"). A document that says nothing of the kind keeps every join it had: the
-//! reading only ever withholds a join, never makes one.
+//! a country"), two years ("the 1856 Treaty of Paris"), two makers of a work ("His David"
+//! in Donatello's summary, "David (Michelangelo)"). A document that says nothing of the
+//! kind keeps every join it had: the reading only ever withholds a join, never makes one.
 
 use std::collections::HashMap;
 
@@ -32,12 +33,20 @@ pub struct Described {
     /// Amazon"), or its title's qualifier unless the mention's own sentence says another.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,
-    /// For an event or a work, the year the text dates the name by, where every place
-    /// that dates it agrees: "the 1856 Treaty of Paris", "the December 1898 Treaty of
-    /// Paris", "World War I (1914–1918)". Two treaties, two editions, two games of a
-    /// name are told apart by it; a person or a place is not dated by a year near it.
+    /// The year the text dates the name by, where every place that dates it agrees: for
+    /// an event or a work, "the 1856 Treaty of Paris", "the December 1898 Treaty of
+    /// Paris", "World War I (1914–1918)", "In 1783, in the Treaty of Paris"; for anything
+    /// else but a person, only a span of years in parentheses, "Jin dynasty (266–420)",
+    /// or a title qualified so. Two treaties, two editions, two dynasties of a name are
+    /// told apart by it; a person is never dated, and a place not by a year near it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub year: Option<String>,
+    /// For a work, who made it (as [`name_key`] reads the name), where every place that
+    /// says agrees: a title's qualifier of names only ("David (Michelangelo)", "Imagine
+    /// (John Lennon song)"), "Michelangelo's David", or "His David" in the summary of a
+    /// person. Two statues, two songs of a name are told apart by it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maker: Option<String>,
 }
 
 closed_enum! {
@@ -50,8 +59,10 @@ closed_enum! {
         LongerName = "longer_name",
         /// Two kinds of place or polity.
         Kind = "kind",
-        /// An event or a work of the name dated by two years.
+        /// Two years date the name: two events, two works, two dynasties.
         Year = "year",
+        /// Two works of the name by two makers that are not one name.
+        Maker = "maker",
         /// Two or more things of the name are established (by titles, or each by two
         /// documents), and this document says not which it means: not by its own title's
         /// qualifier, nor by sharing more names with one's documents than with the rest.
@@ -63,7 +74,11 @@ closed_enum! {
 impl Described {
     /// Whether the document says nothing of the name.
     pub fn is_empty(&self) -> bool {
-        self.title.is_none() && self.longer.is_none() && self.kind.is_none() && self.year.is_none()
+        self.title.is_none()
+            && self.longer.is_none()
+            && self.kind.is_none()
+            && self.year.is_none()
+            && self.maker.is_none()
     }
 
     /// Which reading says the two are different things, if one does; a part only one side
@@ -89,6 +104,11 @@ impl Described {
         {
             return Some(Apart::Year);
         }
+        if let (Some(a), Some(b)) = (&self.maker, &other.maker)
+            && !one_name(a, b)
+        {
+            return Some(Apart::Maker);
+        }
         None
     }
 
@@ -100,6 +120,7 @@ impl Described {
             (&mut self.longer, &other.longer),
             (&mut self.kind, &other.kind),
             (&mut self.year, &other.year),
+            (&mut self.maker, &other.maker),
         ] {
             if mine.is_none() {
                 mine.clone_from(theirs);
@@ -237,9 +258,13 @@ fn inside_longer_name(text: &str, at: usize, name: &str) -> bool {
         .rev();
     // "Great Zimbabwe", and a name's tail after a connector: "Great Wall of China",
     // "Kingdom of France", "Tour de France".
-    // An article that opens a sentence is no part of the name: "The Amazon is a …".
+    // An article or a preposition that opens a sentence is no part of the name: "The
+    // Amazon is a …", "During World War II (1939–1945), …".
     let before = match words.next() {
-        Some("The" | "A" | "An") => false,
+        Some(
+            "The" | "A" | "An" | "In" | "On" | "At" | "By" | "During" | "After" | "Before"
+            | "Since" | "Until" | "From" | "With" | "For" | "Under" | "Following",
+        ) => false,
         Some(w) if name_word(w) => true,
         Some("of" | "de" | "du" | "del" | "la") => words.next().is_some_and(name_word),
         _ => false,
@@ -417,43 +442,200 @@ fn year(word: &str) -> Option<&str> {
     ((3..=4).contains(&word.len()) && word.bytes().all(|b| b.is_ascii_digit())).then_some(word)
 }
 
-/// The year one occurrence of `name` at `at` is dated by, in its own phrase: "the [MONTH]
-/// YEAR NAME", "NAME (YEAR–…)", "NAME of YEAR", and for a work "NAME (YEAR)". An event's
-/// one year in parentheses may date a part of it ("the end of World War II (1945)").
-fn year_at<'t>(text: &'t str, at: usize, name: &str, work: bool) -> Option<&'t str> {
-    let mut before = text[..at].strip_suffix(' ')?.rsplit(' ');
-    if let Some(y) = before.next().and_then(year) {
-        let mut next = before.next();
-        if next.is_some_and(relata_core::names::is_month) {
-            next = before.next();
-        }
-        if matches!(next, Some("the" | "The")) {
-            return Some(y);
-        }
+/// How a name of a type may be dated ([`Described::year`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Dating {
+    /// An event: "the [MONTH] YEAR NAME", "NAME (YEAR–…)", "NAME of YEAR", and the
+    /// opening date of a sentence whose next phrase is "in the NAME".
+    Event,
+    /// A work: as an event, and "NAME (YEAR)".
+    Work,
+    /// Anything else but a person: only a span of years in parentheses after the name,
+    /// as the collection qualifies a title ("Jin dynasty (266–420)"). A person is not
+    /// dated: a lifespan and a reign are both written so.
+    Span,
+}
+
+/// The year one occurrence of `name` at `at` is dated by, in its own phrase (see
+/// [`Dating`]). An event's one year in parentheses may date a part of it ("the end of
+/// World War II (1945)").
+fn year_at<'t>(text: &'t str, at: usize, name: &str, dating: Dating) -> Option<&'t str> {
+    // "the Western Jin dynasty (266–316)" dates another name.
+    if inside_longer_name(text, at, name) {
+        return None;
+    }
+    if dating != Dating::Span
+        && let Some(y) = year_before(&text[..at])
+    {
+        return Some(y);
     }
     let after = &text[at + name.len()..];
     let (rest, parenthesised) = match after.strip_prefix(" (") {
         Some(rest) => (rest, true),
+        None if dating == Dating::Span => return None,
         None => (after.strip_prefix(" of ")?, false),
     };
     let digits = rest
         .find(|c: char| !c.is_ascii_digit())
         .unwrap_or(rest.len());
     let dated = match rest[digits..].chars().next() {
-        Some('–' | '-') => true,
-        Some(')') => work,
+        Some('–' | '-') => {
+            rest[digits..]
+                .chars()
+                .nth(1)
+                .is_some_and(|c| c.is_ascii_digit())
+                || dating != Dating::Span
+        }
+        Some(')') => dating == Dating::Work,
         None | Some(',' | '.' | ' ' | ';') => !parenthesised,
         _ => false,
     };
     dated.then(|| year(&rest[..digits]))?
 }
 
+/// The year the words before a name date it by: "the [MONTH] YEAR NAME", or a sentence
+/// that opens with its date and goes straight on to the name's phrase: "In 1783, in the
+/// Treaty of Paris, …", "On September 3, 1783, at the …". A date that opens a sentence
+/// before any other phrase ("In 1919, after World War I") dates the sentence, not the
+/// name.
+fn year_before(before: &str) -> Option<&str> {
+    let mut words = before.strip_suffix(' ')?.rsplit(' ');
+    let last = words.next()?;
+    if let Some(y) = year(last) {
+        let mut next = words.next();
+        if next.is_some_and(relata_core::names::is_month) {
+            next = words.next();
+        }
+        return matches!(next, Some("the" | "The")).then_some(y);
+    }
+    if last != "the" || !matches!(words.next(), Some("in" | "at")) {
+        return None;
+    }
+    let y = words.next()?.strip_suffix(',').and_then(year)?;
+    let mut next = words.next()?;
+    if next
+        .strip_suffix(',')
+        .is_some_and(|d| d.len() <= 2 && d.bytes().all(|b| b.is_ascii_digit()))
+    {
+        next = words.next()?;
+    }
+    if relata_core::names::is_month(next) {
+        next = words.next()?;
+    }
+    let opens = words.next().is_none_or(|w| w.ends_with('.'));
+    (opens && matches!(next, "In" | "On")).then_some(y)
+}
+
+/// A run of capitalised words, as a maker's name is written ("John Lennon"), or none.
+fn capitalised_run<'a>(words: impl Iterator<Item = &'a str>) -> Vec<&'a str> {
+    words
+        .take_while(|w| {
+            w.chars().next().is_some_and(char::is_uppercase)
+                && !w.ends_with(['.', ',', ';', ':'])
+                && !matches!(
+                    *w,
+                    "The"
+                        | "A"
+                        | "An"
+                        | "In"
+                        | "On"
+                        | "At"
+                        | "By"
+                        | "For"
+                        | "From"
+                        | "With"
+                        | "As"
+                        | "After"
+                        | "Before"
+                        | "During"
+                        | "His"
+                        | "Her"
+                        | "Its"
+                        | "Their"
+                        | "It"
+                        | "He"
+                        | "She"
+                        | "They"
+                        | "This"
+                        | "That"
+                )
+        })
+        .collect()
+}
+
+/// The maker a work's title qualifier names: names only, or names and the kind of work
+/// ("Michelangelo", "John Lennon song"); not a year or a kind alone ("1997 film").
+fn qualifier_maker(qualifier: &str) -> Option<String> {
+    let mut words: Vec<&str> = qualifier.split_whitespace().collect();
+    if words
+        .last()
+        .is_some_and(|w| w.chars().all(char::is_lowercase))
+    {
+        words.pop();
+    }
+    let run = capitalised_run(words.iter().copied());
+    (!run.is_empty() && run.len() == words.len()).then(|| name_key(&run.join(" ")))
+}
+
+/// Who one occurrence of the work `name` at `at` is said to be made by, in its own
+/// phrase: "Michelangelo's David", or "His David" where the document is the summary of a
+/// person (`person`, its title's key). Not "David by Donatello": "the bombing of Guernica
+/// by German warplanes" is written so too.
+fn maker_at(text: &str, at: usize, name: &str, person: Option<&str>) -> Option<String> {
+    // "David Copperfield" is another work. (A possessive before it is read, though
+    // "Queen Anne's War" is written so too: a whole name is the model's mention.)
+    let after = &text[at + name.len()..];
+    if after.starts_with('-')
+        || after
+            .strip_prefix(' ')
+            .is_some_and(|a| a.chars().next().is_some_and(char::is_uppercase))
+    {
+        return None;
+    }
+    let before = text[..at].strip_suffix(' ')?;
+    let mut back = before.rsplit(' ');
+    let last = back.next()?;
+    if matches!(last, "His" | "his" | "Her" | "her") {
+        return person.map(str::to_owned);
+    }
+    if let Some(owner) = ["'s", "’s"].iter().find_map(|p| last.strip_suffix(p)) {
+        let mut run = capitalised_run(std::iter::once(owner).chain(back));
+        run.reverse();
+        return (!run.is_empty()).then(|| name_key(&run.join(" ")));
+    }
+    None
+}
+
+/// Who `text` says the work `name` is made by wherever it says, if every such place
+/// agrees.
+fn maker_in(text: &str, name: &str, person: Option<&str>) -> Option<String> {
+    let mut found: Option<String> = None;
+    let mut from = 0;
+    while let Some(at) = relata_core::names::find_word(&text[from..], name).map(|i| i + from) {
+        if let Some(m) = maker_at(text, at, name, person) {
+            if found.as_ref().is_some_and(|f| *f != m) {
+                return None;
+            }
+            found = Some(m);
+        }
+        from = at + name.len();
+    }
+    found
+}
+
+/// The first year of a span of years, "266–420".
+fn span_start(span: &str) -> Option<&str> {
+    let (from, to) = span.split_once(['–', '-'])?;
+    year(to.trim())?;
+    year(from.trim())
+}
+
 /// The year `text` dates `name` by wherever it dates it, if every such place agrees.
-fn year_in(text: &str, name: &str, work: bool) -> Option<String> {
+fn year_in(text: &str, name: &str, dating: Dating) -> Option<String> {
     let mut found: Option<&str> = None;
     let mut from = 0;
     while let Some(at) = relata_core::names::find_word(&text[from..], name).map(|i| i + from) {
-        if let Some(y) = year_at(text, at, name, work) {
+        if let Some(y) = year_at(text, at, name, dating) {
             if found.is_some_and(|f| f != y) {
                 return None;
             }
@@ -475,6 +657,39 @@ pub(super) fn bare(text: &str) -> &str {
         .iter()
         .find_map(|p| text.strip_suffix(p))
         .unwrap_or(text)
+}
+
+/// The year and the maker of mention `m` (not a person's), read after its title and kind
+/// (`d`), from its title's qualifier first, else its document `text`; `people` are each
+/// document's people, for "His David" in the summary of a person.
+fn dated_and_made(
+    d: &mut Described,
+    m: &Mention<'_>,
+    name: &str,
+    text: Option<&str>,
+    people: &std::collections::HashSet<(&str, &str)>,
+) {
+    let qualifier = d.title.as_deref().and_then(|t| super::qualifier(Some(t)));
+    if m.entity_type == EntityType::Work {
+        d.maker = qualifier.and_then(qualifier_maker).or_else(|| {
+            let subject = m
+                .title
+                .map(|t| name_key(relata_core::names::unqualified_title(t).0));
+            let person = subject.filter(|k| people.contains(&(m.document, k.as_str())));
+            text.and_then(|t| maker_in(t, name, person.as_deref()))
+        });
+    }
+    let dating = match m.entity_type {
+        EntityType::Event => Dating::Event,
+        EntityType::Work => Dating::Work,
+        _ => Dating::Span,
+    };
+    // A title qualified by a span of years dates what it names (unless the mention is
+    // another thing than the title's), as the text would.
+    d.year = qualifier
+        .and_then(span_start)
+        .map(str::to_owned)
+        .or_else(|| text.and_then(|t| year_in(t, name, dating)));
 }
 
 /// What each of `mentions` (with their [`name_key`]s, `keys`) is described as by its
@@ -501,6 +716,13 @@ pub(super) fn describe<'t>(
         }
     }
     let mut kinds: HashMap<(&str, &str), Option<&'static str>> = HashMap::new();
+    // Each document's people, for "His David" in the summary of a person.
+    let people: std::collections::HashSet<(&str, &str)> = mentions
+        .iter()
+        .zip(keys)
+        .filter(|(m, _)| m.entity_type == EntityType::Person)
+        .map(|(m, k)| (m.document, k.as_str()))
+        .collect();
     for (i, m) in mentions.iter().enumerate() {
         let d = &mut out[i];
         // A title's qualifier that is a kind: "Georgia (U.S. state)", "São Paulo (state)".
@@ -528,11 +750,6 @@ pub(super) fn describe<'t>(
             {
                 d.longer = Some(name_key(name));
             }
-        }
-        if matches!(m.entity_type, EntityType::Event | EntityType::Work)
-            && let Some(text) = text_of(m.document)
-        {
-            d.year = year_in(text, bare(m.text), m.entity_type == EntityType::Work);
         }
         if m.entity_type == EntityType::Person {
             continue;
@@ -569,6 +786,7 @@ pub(super) fn describe<'t>(
                 .and_then(kind_word)
                 .map(str::to_owned);
         }
+        dated_and_made(d, m, name, text, &people);
     }
     out
 }
@@ -788,7 +1006,7 @@ mod tests {
 
     #[test]
     fn a_year_in_the_names_own_phrase_dates_it() {
-        let y = |text: &str, name: &str| year_in(text, name, true);
+        let y = |text: &str, name: &str| year_in(text, name, Dating::Work);
         let name = "Treaty of Paris";
         assert_eq!(
             y(
@@ -827,16 +1045,65 @@ mod tests {
             year_in(
                 "Since the end of World War II (1945).",
                 "World War II",
-                false
+                Dating::Event
             ),
             None
         );
         assert_eq!(
-            year_in("During World War II (1939–1945).", "World War II", false).as_deref(),
+            year_in(
+                "During World War II (1939–1945).",
+                "World War II",
+                Dating::Event
+            )
+            .as_deref(),
             Some("1939")
         );
-        // A year that dates the sentence, a figure, or two dates: nothing.
-        assert_eq!(y("In 1783, in the Treaty of Paris, it ended.", name), None);
+        // A sentence that opens with its date and goes straight on to the name's phrase.
+        assert_eq!(
+            y(
+                "War ended. In 1783, in the Treaty of Paris, it ended.",
+                name
+            )
+            .as_deref(),
+            Some("1783")
+        );
+        assert_eq!(
+            y(
+                "On September 3, 1783, in the Treaty of Paris, the British agreed.",
+                name
+            )
+            .as_deref(),
+            Some("1783")
+        );
+        // Anything else but a person: only a span of years in parentheses.
+        let span = |text: &str, name: &str| year_in(text, name, Dating::Span);
+        assert_eq!(
+            span(
+                "It fragmented from the Jin dynasty (266–420) on.",
+                "Jin dynasty"
+            )
+            .as_deref(),
+            Some("266")
+        );
+        assert_eq!(span("The 1115 Jin dynasty ruled.", "Jin dynasty"), None);
+        assert_eq!(span("Austria (1955) was neutral.", "Austria"), None);
+        assert_eq!(span("Prussia (1701– ) was a kingdom.", "Prussia"), None);
+        assert_eq!(span_start("266–420"), Some("266"));
+        assert_eq!(span_start("Michelangelo"), None);
+        // A year that dates the sentence or another phrase, a figure, or two dates:
+        // nothing.
+        assert_eq!(
+            y("In 1919, after the Treaty of Paris, it ended.", name),
+            None
+        );
+        assert_eq!(
+            y("It was. In 1783, in Europe, in the Treaty of Paris.", name),
+            None
+        );
+        assert_eq!(
+            y("Then in 1783, in the Treaty of Paris, it ended.", name),
+            None
+        );
         assert_eq!(y("The Treaty of Paris (10 articles) ended it.", name), None);
         assert_eq!(y("It sold 1856 Treaty of Paris copies.", name), None);
         assert_eq!(
@@ -846,6 +1113,55 @@ mod tests {
             ),
             None
         );
+    }
+
+    #[test]
+    fn a_work_is_made_by_whom_its_own_phrase_or_title_says() {
+        let by = |text: &str, name: &str, person: Option<&str>| maker_in(text, name, person);
+        assert_eq!(
+            by("It is Michelangelo's David.", "David", None).as_deref(),
+            Some("michelangelo")
+        );
+        assert_eq!(
+            by(
+                "He carved. His David was bronze.",
+                "David",
+                Some("donatello")
+            )
+            .as_deref(),
+            Some("donatello")
+        );
+        // "His" in a summary that is not a person's says nothing.
+        assert_eq!(by("His David was bronze.", "David", None), None);
+        // A capitalised word that opens the sentence is not the maker's name.
+        assert_eq!(
+            by("In Rodin's Thinker, a man sits.", "Thinker", None).as_deref(),
+            Some("rodin")
+        );
+        // "by" is left unread: "the bombing of Guernica by German warplanes".
+        assert_eq!(
+            by(
+                "The bombing of Guernica by German planes.",
+                "Guernica",
+                None
+            ),
+            None
+        );
+        // Two makers: nothing.
+        assert_eq!(
+            by("Rodin's Thinker and Ono's Thinker.", "Thinker", None),
+            None
+        );
+        assert_eq!(
+            qualifier_maker("Michelangelo").as_deref(),
+            Some("michelangelo")
+        );
+        assert_eq!(
+            qualifier_maker("John Lennon song").as_deref(),
+            Some("john lennon")
+        );
+        assert_eq!(qualifier_maker("1997 film"), None);
+        assert_eq!(qualifier_maker("novel"), None);
     }
 
     #[test]
