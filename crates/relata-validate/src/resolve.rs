@@ -554,17 +554,14 @@ fn established_among(
     mentions: &[Mention<'_>],
     described: &[Described],
 ) -> Vec<usize> {
-    let established: Vec<usize> = (0..list.len())
-        .filter(|&g| list[g].established(mentions, described))
-        .collect();
-    if !established
+    let established: Vec<bool> = list
         .iter()
-        .any(|&g| list[g].described.year.is_some())
-    {
-        return established;
-    }
+        .map(|g| g.established(mentions, described))
+        .collect();
+    let dated = |g: usize| list[g].described.year.is_some();
+    let any_dated = (0..list.len()).any(|g| established[g] && dated(g));
     (0..list.len())
-        .filter(|&g| list[g].described.year.is_some() || list[g].established(mentions, described))
+        .filter(|&g| established[g] || (any_dated && dated(g)))
         .collect()
 }
 

@@ -423,14 +423,24 @@ fn kind_at(text: &str, at: usize, name: &str) -> Option<&'static str> {
 
 /// The kind `text` gives `name` wherever it gives one, if every such place agrees.
 fn kind_in(text: &str, name: &str) -> Option<&'static str> {
+    agreed(text, name, |at| kind_at(text, at, name))
+}
+
+/// What `read` reads at every occurrence of `name` in `text` where it reads something,
+/// if every such reading agrees; else nothing.
+fn agreed<T: PartialEq>(
+    text: &str,
+    name: &str,
+    mut read: impl FnMut(usize) -> Option<T>,
+) -> Option<T> {
     let mut found = None;
     let mut from = 0;
     while let Some(at) = relata_core::names::find_word(&text[from..], name).map(|i| i + from) {
-        if let Some(k) = kind_at(text, at, name) {
-            if found.is_some_and(|f| f != k) {
+        if let Some(r) = read(at) {
+            if found.as_ref().is_some_and(|f| *f != r) {
                 return None;
             }
-            found = Some(k);
+            found = Some(r);
         }
         from = at + name.len();
     }
@@ -609,18 +619,7 @@ fn maker_at(text: &str, at: usize, name: &str, person: Option<&str>) -> Option<S
 /// Who `text` says the work `name` is made by wherever it says, if every such place
 /// agrees.
 fn maker_in(text: &str, name: &str, person: Option<&str>) -> Option<String> {
-    let mut found: Option<String> = None;
-    let mut from = 0;
-    while let Some(at) = relata_core::names::find_word(&text[from..], name).map(|i| i + from) {
-        if let Some(m) = maker_at(text, at, name, person) {
-            if found.as_ref().is_some_and(|f| *f != m) {
-                return None;
-            }
-            found = Some(m);
-        }
-        from = at + name.len();
-    }
-    found
+    agreed(text, name, |at| maker_at(text, at, name, person))
 }
 
 /// The first year of a span of years, "266–420".
@@ -632,18 +631,7 @@ fn span_start(span: &str) -> Option<&str> {
 
 /// The year `text` dates `name` by wherever it dates it, if every such place agrees.
 fn year_in(text: &str, name: &str, dating: Dating) -> Option<String> {
-    let mut found: Option<&str> = None;
-    let mut from = 0;
-    while let Some(at) = relata_core::names::find_word(&text[from..], name).map(|i| i + from) {
-        if let Some(y) = year_at(text, at, name, dating) {
-            if found.is_some_and(|f| f != y) {
-                return None;
-            }
-            found = Some(y);
-        }
-        from = at + name.len();
-    }
-    found.map(str::to_owned)
+    agreed(text, name, |at| year_at(text, at, name, dating)).map(str::to_owned)
 }
 
 /// The name as the text writes it, without a leading "the" or a possessive.
