@@ -132,6 +132,38 @@ impl Evidence {
     }
 }
 
+/// The columns of `entity_resolutions` (under the alias given) that hold what a mention's
+/// document describes it as, in the order [`read_described`] reads them.
+macro_rules! described_columns {
+    ($alias:literal) => {
+        concat!(
+            $alias,
+            ".described_title, ",
+            $alias,
+            ".described_longer, ",
+            $alias,
+            ".described_kind, ",
+            $alias,
+            ".described_year, ",
+            $alias,
+            ".described_maker"
+        )
+    };
+}
+pub(crate) use described_columns;
+
+/// What a mention's document describes it as, from `row`'s [`described_columns`] starting
+/// at column `first`.
+pub(crate) fn read_described(row: &sqlx::postgres::PgRow, first: usize) -> Result<Described> {
+    Ok(Described {
+        title: row.try_get(first)?,
+        longer: row.try_get(first + 1)?,
+        kind: row.try_get(first + 2)?,
+        year: row.try_get(first + 3)?,
+        maker: row.try_get(first + 4)?,
+    })
+}
+
 /// A canonical entity with every mention resolved to it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CanonicalEntity {
@@ -302,10 +334,9 @@ impl Store {
                        ORDER BY r.canonical_id, r.entity_id) f)
                OR e.id IN
                (SELECT r.entity_id FROM entity_resolutions r
-                 WHERE r.name_key = ANY($2)
-                   AND (r.described_title IS NOT NULL OR r.described_longer IS NOT NULL
-                        OR r.described_kind IS NOT NULL OR r.described_year IS NOT NULL
-                        OR r.described_maker IS NOT NULL))
+                 WHERE r.name_key = ANY($2) AND num_nonnulls(",
+            described_columns!("r"),
+            ") > 0)
              ORDER BY e.id"
         ))
         .bind(&revisions)
@@ -527,49 +558,48 @@ impl Store {
     /// holds) is decided and not listed. The pairs with the most mentions come first; at
     /// most `limit`.
     pub async fn undecided_pairs(&self, limit: usize) -> Result<Vec<UndecidedPair>> {
-        type Row = (
-            i64,
-            i64,
-            String,
-            String,
-            i64,
-            i64,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-        );
-        let rows: Vec<Row> = sqlx::query_as(
-            "SELECT r.canonical_id, e.id, e.name, r.entity_type, e.document_id, e.chunk_id,
-                    r.described_title, r.described_longer, r.described_kind, r.described_year,
-                    r.described_maker
-               FROM entity_resolutions r JOIN entities e ON e.id = r.entity_id
-              ORDER BY r.canonical_id, e.id",
-        )
+        let rows: Vec<MentionRow> = sqlx::query(concat!(
+            "SELECT r.canonical_id, e.id, e.name, r.entity_type, e.document_id, e.chunk_id, ",
+            described_columns!("r"),
+            " FROM entity_resolutions r JOIN entities e ON e.id = r.entity_id
+              ORDER BY r.canonical_id, e.id"
+        ))
         .fetch_all(&self.pool)
-        .await?;
+        .await?
+        .iter()
+        .map(|r| {
+            Ok(MentionRow {
+                entity: r.try_get(0)?,
+                mention: r.try_get(1)?,
+                name: r.try_get(2)?,
+                entity_type: r.try_get(3)?,
+                document_id: r.try_get(4)?,
+                chunk_id: r.try_get(5)?,
+                described: read_described(r, 6)?,
+            })
+        })
+        .collect::<Result<_>>()?;
         let types: Vec<EntityType> = rows
             .iter()
-            .map(|r| parse_label(r.3.clone()))
+            .map(|r| parse_label(r.entity_type.clone()))
             .collect::<Result<_>>()?;
-        let documents: Vec<String> = rows.iter().map(|r| r.4.to_string()).collect();
+        let documents: Vec<String> = rows.iter().map(|r| r.document_id.to_string()).collect();
         let resolved: Vec<Resolved<'_>> = rows
             .iter()
             .zip(&types)
             .zip(&documents)
             .map(|((r, &entity_type), document)| Resolved {
-                entity: r.0,
+                entity: r.entity,
                 document,
-                text: &r.2,
+                text: &r.name,
                 entity_type,
             })
             .collect();
         let mut size: HashMap<i64, i64> = HashMap::new();
         for r in &rows {
-            *size.entry(r.0).or_default() += 1;
+            *size.entry(r.entity).or_default() += 1;
         }
-        let canonical_of: HashMap<i64, i64> = rows.iter().map(|r| (r.1, r.0)).collect();
+        let canonical_of: HashMap<i64, i64> = rows.iter().map(|r| (r.mention, r.entity)).collect();
         let apart = self.separated_entities(&canonical_of).await?;
         let mut pairs: Vec<(i64, i64, Undecided, usize, usize)> = undecided(&resolved)
             .into_iter()
@@ -581,39 +611,32 @@ impl Store {
         let claims = self.claims_by_entity(&ids).await?;
         let chunk_ids: Vec<i64> = pairs
             .iter()
-            .flat_map(|(_, _, _, i, j)| [rows[*i].5, rows[*j].5])
+            .flat_map(|(_, _, _, i, j)| [rows[*i].chunk_id, rows[*j].chunk_id])
             .collect();
         let chunks = self.chunk_texts(&chunk_ids).await?;
         // The names each chunk's mentions are written as: a side's sentence is one that
         // writes its name on its own, not inside a longer name of the chunk.
         let mut chunk_names: HashMap<i64, Vec<&str>> = HashMap::new();
         for r in &rows {
-            if chunks.contains_key(&r.5) {
-                chunk_names.entry(r.5).or_default().push(&r.2);
+            if chunks.contains_key(&r.chunk_id) {
+                chunk_names.entry(r.chunk_id).or_default().push(&r.name);
             }
         }
         let side = |i: usize| {
-            let row = &rows[i];
-            let (entity, mention, name, entity_type, document_id, chunk_id, ..) = row;
+            let r = &rows[i];
             UndecidedSide {
-                entity_id: *entity,
-                mention_id: *mention,
-                name: name.clone(),
-                entity_type: entity_type.clone(),
-                document_id: *document_id,
-                sentence: chunks.get(chunk_id).and_then(|text| {
-                    let names = chunk_names.get(chunk_id).map_or(&[][..], Vec::as_slice);
-                    sentence_naming(text, name, names)
+                entity_id: r.entity,
+                mention_id: r.mention,
+                name: r.name.clone(),
+                entity_type: r.entity_type.clone(),
+                document_id: r.document_id,
+                sentence: chunks.get(&r.chunk_id).and_then(|text| {
+                    let names = chunk_names.get(&r.chunk_id).map_or(&[][..], Vec::as_slice);
+                    sentence_naming(text, &r.name, names)
                 }),
-                described: Described {
-                    title: row.6.clone(),
-                    longer: row.7.clone(),
-                    kind: row.8.clone(),
-                    year: row.9.clone(),
-                    maker: row.10.clone(),
-                },
-                mentions: size[entity],
-                claims: claims.get(entity).copied().unwrap_or(0),
+                described: r.described.clone(),
+                mentions: size[&r.entity],
+                claims: claims.get(&r.entity).copied().unwrap_or(0),
             }
         };
         Ok(pairs
@@ -844,47 +867,35 @@ fn neighbourhood(fresh: &[Loaded]) -> (Vec<i64>, Vec<String>) {
     (locks, keys)
 }
 
+/// One resolved mention, as [`Store::undecided_pairs`] reads it.
+struct MentionRow {
+    /// Its canonical entity.
+    entity: i64,
+    mention: i64,
+    name: String,
+    entity_type: String,
+    document_id: i64,
+    chunk_id: i64,
+    described: Described,
+}
+
 /// Each of `near` that is resolved already: its entity and what its document was read as.
 async fn known_placements(
     tx: &mut sqlx::PgConnection,
     near: &[Loaded],
 ) -> Result<HashMap<i64, (i64, Described)>> {
-    type Row = (
-        i64,
-        i64,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-        Option<String>,
-    );
     let ids: Vec<i64> = near.iter().map(|m| m.id).collect();
-    let rows: Vec<Row> = sqlx::query_as(
-        "SELECT entity_id, canonical_id, described_title, described_longer, described_kind,
-                described_year, described_maker
-           FROM entity_resolutions WHERE entity_id = ANY($1)",
-    )
+    let rows = sqlx::query(concat!(
+        "SELECT r.entity_id, r.canonical_id, ",
+        described_columns!("r"),
+        " FROM entity_resolutions r WHERE r.entity_id = ANY($1)"
+    ))
     .bind(&ids)
     .fetch_all(&mut *tx)
     .await?;
-    Ok(rows
-        .into_iter()
-        .map(|(id, canonical, title, longer, kind, year, maker)| {
-            (
-                id,
-                (
-                    canonical,
-                    Described {
-                        title,
-                        longer,
-                        kind,
-                        year,
-                        maker,
-                    },
-                ),
-            )
-        })
-        .collect())
+    rows.iter()
+        .map(|r| Ok((r.try_get(0)?, (r.try_get(1)?, read_described(r, 2)?))))
+        .collect()
 }
 
 /// Drop the joins a separation forbids: first the direct ones; then, while a separated

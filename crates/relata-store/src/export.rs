@@ -81,9 +81,9 @@ impl Store {
                     e.entity_type, m.id, m.job_id, m.model, m.prompt_version, m.schema_id,
                     m.schema_version, m.schema_sha256, m.started_at, coalesce(p.state, 'proposed'),
                     res.canonical_id, res.rule, res.joined_to, res.evidence_revision_id,
-                    res.evidence_start, res.evidence_end, res.evidence_quote,
-                    res.described_title, res.described_longer, res.described_kind,
-                    res.described_year, res.described_maker
+                    res.evidence_start, res.evidence_end, res.evidence_quote, ",
+            crate::entities::described_columns!("res"),
+            "
              FROM entities e JOIN model_calls m ON m.id = e.call_id
              JOIN documents d ON d.id = e.document_id
              LEFT JOIN entity_resolutions res ON res.entity_id = e.id
@@ -311,13 +311,7 @@ fn entity(r: &PgRow) -> Result<ExportRecord> {
                 rule: parse_label(rule)?,
                 joined_to: r.try_get(18)?,
                 evidence: crate::entities::Evidence::read(r, [19, 20, 21, 22])?,
-                described: relata_validate::resolve::Described {
-                    title: r.try_get(23)?,
-                    longer: r.try_get(24)?,
-                    kind: r.try_get(25)?,
-                    year: r.try_get(26)?,
-                    maker: r.try_get(27)?,
-                },
+                described: crate::entities::read_described(r, 23)?,
             }),
         },
         provenance: provenance(r, 7)?,
