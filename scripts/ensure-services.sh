@@ -42,4 +42,16 @@ if ! rabbit_up; then
   wait_for RabbitMQ rabbit_up 120
 fi
 
+# Up is not enough: after a restart RabbitMQ's quorum-queue machinery can be left dead
+# while the node answers pings (a dead-letter worker crashing as a queue is deleted), and
+# then every quorum queue call hangs. Listing the queues is the cheapest call that needs
+# it; when it does not answer, restart the application (the data stays).
+rabbit_serves() { timeout 30 rabbitmqctl -q list_queues name >/dev/null 2>&1; }
+if ! rabbit_serves; then
+  echo "ensure-services: RabbitMQ answers pings but not queue calls; restarting its application" >&2
+  timeout 60 rabbitmqctl stop_app >/dev/null 2>&1 || true
+  timeout 120 rabbitmqctl start_app >/dev/null 2>&1 || true
+  wait_for "RabbitMQ's queues" rabbit_serves 10
+fi
+
 echo "ensure-services: PostgreSQL and RabbitMQ are up"
