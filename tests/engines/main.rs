@@ -5,7 +5,7 @@
 //! converter). This test builds every schema relata sends under settings a user can pick
 //! — every extract prompt a dialect takes, for a sample of real chunks (the longest
 //! summaries among them) and a chunk with a sentence as long as the contract allows;
-//! classify; answer; the probe — and asks each engine two questions: does it compile the
+//! classify; answer; join; the probe — and asks each engine two questions: does it compile the
 //! schema, and does the grammar it compiles accept a conforming instance and refuse each
 //! violating one (a string one character over its `maxLength`, an unknown or missing
 //! property, one array item too many, a value outside an enum)? OpenAI cannot be run
@@ -31,8 +31,9 @@ use std::process::{Command, Stdio};
 
 use relata_core::{Handle, SourceHandle, Task};
 use relata_model::{
-    AnswerPrompt, AnswerSource, ClassifyClaim, Dialect, ExtractPrompt, PROBE_DOCUMENT,
-    answer_messages, classify_messages, extract_messages, portable, schema_sent, schema_sha256,
+    AnswerPrompt, AnswerSource, ClassifyClaim, Dialect, ExtractPrompt, JOIN_PROMPT_VERSION,
+    JoinSide, PROBE_DOCUMENT, answer_messages, classify_messages, extract_messages, join_messages,
+    portable, schema_sent, schema_sha256,
 };
 use serde_json::Value;
 
@@ -161,6 +162,27 @@ fn sent_schemas() -> BTreeMap<String, (BTreeSet<String>, Value)> {
                 schema_sent(dialect, &prompt.contract(), &m),
             );
         }
+        let sides = [
+            ("Treaty of Paris", "Philippine Revolution", 1),
+            ("Treaty of Paris", "Benjamin Franklin", 2),
+        ]
+        .map(|(name, title, n)| JoinSide {
+            name: name.into(),
+            entity_type: relata_core::EntityType::Event,
+            title: Some(title.into()),
+            sentences: vec![(
+                SourceHandle::nth(n),
+                format!("The {title} article names the {name}."),
+            )],
+        });
+        add(
+            format!("{JOIN_PROMPT_VERSION}/{dialect}"),
+            schema_sent(
+                dialect,
+                &relata_core::Contract::current(Task::Join),
+                &join_messages(dialect, &sides),
+            ),
+        );
         let m = extract_messages(ExtractPrompt::default(), dialect, PROBE_DOCUMENT, None);
         add(
             format!("probe/{dialect}"),

@@ -213,3 +213,170 @@ async fn resolved_mentions(env: &Env, n: usize) -> serde_json::Value {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
+
+/// The model asked about the pairs no rule decides (`relata entities propose`): a
+/// fabricated handle is refused by the gate and recorded once; a verdict with evidence
+/// from a sentence it was shown is a proposal held for a person; a second run asks
+/// nothing again; once a person approves it, re-resolution joins the two in that
+/// person's name with the model's evidence.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_models_join_waits_for_a_person_and_a_fabricated_handle_is_refused() {
+    let extract = |needle: &str, name: &str, entity_type: &str| {
+        route(
+            needle,
+            &serde_json::json!({
+                "entities": [{"name": name, "type": entity_type}],
+                "claims": [],
+            })
+            .to_string(),
+        )
+    };
+    let options = FakeOptions {
+        models: vec!["fake-model".into()],
+        routes: vec![
+            // Join requests show each sentence under a handle, `[S1] …`; extraction
+            // requests never do.
+            route(
+                "] Alpha Corporation",
+                r#"{"verdict":"one","source":"S7","quote":"Alpha Corporation"}"#,
+            ),
+            route(
+                "] Beta Group",
+                r#"{"verdict":"one","source":"S1","quote":"Beta Group"}"#,
+            ),
+            extract("in 1990", "Alpha Corporation", "organization"),
+            extract("in 1995", "Alpha Corporation", "person"),
+            extract("in 1992", "Beta Group", "organization"),
+            extract("in 1996", "Beta Group", "person"),
+        ],
+        ..FakeOptions::default()
+    };
+    let mut env = Env::new(options, vec![]).await;
+    let docs = [
+        (
+            "a1.txt",
+            "Alpha Corporation opened an office in Lyon in 1990.\n",
+        ),
+        ("a2.txt", "Alpha Corporation sang in Paris in 1995.\n"),
+        ("b1.txt", "Beta Group opened an office in Rome in 1992.\n"),
+        ("b2.txt", "Beta Group painted in Rome in 1996.\n"),
+    ];
+    let extract_worker = env.spawn_worker(Task::Extract);
+    for (file, text) in docs {
+        let path = env.write_doc(file, text);
+        let out = env.relata(&["ingest", corpus_path(&path), "--source", "wiki"]);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    env.wait_for_jobs(Task::Extract, 4, Duration::from_secs(60))
+        .await;
+    resolved_mentions(&env, 4).await;
+    drop(extract_worker);
+    let out = env.relata(&["entities", "resolve", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+
+    let out = env.relata(&["entities", "propose", "--json"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let s: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (
+            &s["asked"],
+            &s["one"],
+            &s["rejected"],
+            &s["held_for_review"],
+            &s["allowed"]
+        ),
+        (&2.into(), &1.into(), &1.into(), &1.into(), &0.into()),
+        "{s:#}"
+    );
+    let pairs = s["pairs"].as_array().unwrap();
+    let refused = pairs
+        .iter()
+        .find(|p| p["name"] == "Alpha Corporation")
+        .unwrap();
+    assert_eq!(refused["outcome"], "rejected");
+    assert!(
+        refused["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("unknown_handle: "),
+        "{refused}"
+    );
+    let proposed = pairs.iter().find(|p| p["name"] == "Beta Group").unwrap();
+    assert_eq!(proposed["outcome"], "one");
+    let candidate = proposed["candidate"].as_str().unwrap().to_owned();
+    assert!(candidate.starts_with("join:"), "{proposed}");
+
+    // Recorded once: the refusal is an invalid output of task `join`, its call on record.
+    let store = env.store().await;
+    let (task, reason, outcome): (String, String, String) = sqlx::query_as(
+        "SELECT i.task, i.reason, m.outcome FROM invalid_outputs i
+         JOIN model_calls m ON m.id = i.call_id WHERE i.task = 'join'",
+    )
+    .fetch_one(store.pool())
+    .await
+    .unwrap();
+    assert_eq!(
+        (task.as_str(), reason.as_str(), outcome.as_str()),
+        ("join", "unknown_handle", "rejected")
+    );
+
+    // Asked again: nothing is asked twice.
+    let out = env.relata(&["entities", "propose", "--json"]);
+    let again: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (&again["asked"], &again["already_asked"]),
+        (&0.into(), &2.into()),
+        "{again}"
+    );
+
+    // Held, it joins nothing; `review` lists it with the model's evidence.
+    let out = env.relata(&["entities", "list", "--name", "beta", "--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 2, "{listed}");
+    let out = env.relata(&["review", "list", "--kind", "join"]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains(&candidate)
+            && shown.contains("are one thing, says the model (evidence \"Beta Group\")"),
+        "{shown}"
+    );
+
+    // A person approves it: the next resolve joins the two in that person's name.
+    env.set("RELATA_REVIEWERS", "Ada Lovelace");
+    let out = env.relata(&["review", "approve", &candidate, "--by", "Ada Lovelace"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = env.relata(&["entities", "resolve", "--json"]);
+    assert_eq!(out.status.code(), Some(0));
+    let out = env.relata(&["entities", "list", "--name", "beta", "--json"]);
+    let listed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    let out = env.relata(&["entities", "list", "--name", "beta"]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains("by Ada Lovelace")
+            && shown.contains("approved a model's proposal; its evidence: Beta Group"),
+        "{shown}"
+    );
+    let out = env.relata(&["evidence", "verify"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

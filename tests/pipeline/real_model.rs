@@ -4,7 +4,8 @@
 //! the `json_object_schema` dialect, and llama.cpp's own `llama-server` (built from the
 //! same llama.cpp source by `scripts/engines/`) in the `json_schema` dialect — the one
 //! OpenAI, vLLM and Ollama take too, compiled there by the converter Ollama uses.
-//! Ignored by default (slow; needs the servers); `scripts/test` runs them.
+//! Ignored by default (slow; needs the servers); `scripts/test` runs them. Classify and
+//! join are asked directly, in the configured dialect.
 //!
 //! They assert that every outcome is classified, not that rows are accepted: a 135M model
 //! is expected to fail the gate most of the time. Every stored claim is judged again on
@@ -12,9 +13,11 @@
 
 use std::time::Duration;
 
-use relata_core::{Handle, Task};
-use relata_model::{ClassifyClaim, Dialect, ModelClient, ModelConfig, ModelMetrics};
-use relata_validate::{ClassifyInput, GateConfig, judge_classify};
+use relata_core::{Handle, SourceHandle, Task};
+use relata_model::{ClassifyClaim, Dialect, JoinSide, ModelClient, ModelConfig, ModelMetrics};
+use relata_validate::{
+    ClassifyInput, GateConfig, JoinInput, JoinSource, judge_classify, judge_join,
+};
 
 use crate::common::Env;
 
@@ -149,6 +152,54 @@ async fn default_configuration(mut env: Env, docs: Vec<(String, String)>, dialec
             e.class(),
             relata_model::ErrorClass::InvalidOutput,
             "classify: {e}"
+        ),
+    }
+
+    // Join: the server compiles the sent schema and the answer is an outcome of the join
+    // gate; an accepted verdict's evidence is the bytes of the sentence it cites.
+    let texts = [
+        "The Philippine Revolution ended with the Treaty of Paris of December 1898.",
+        "The Treaty of Paris of 1783 ended the American Revolutionary War.",
+    ];
+    let sides = [
+        ("Philippine Revolution", 0),
+        ("American Revolutionary War", 1),
+    ]
+    .map(|(title, i)| JoinSide {
+        name: "Treaty of Paris".to_owned(),
+        entity_type: relata_core::EntityType::Event,
+        title: Some(title.to_owned()),
+        sentences: vec![(SourceHandle::nth(i + 1), texts[i as usize].to_owned())],
+    });
+    let call = client.join(&sides).await;
+    match &call.result {
+        Ok(c) => {
+            let sources = [1, 2].map(|n| JoinSource {
+                handle: SourceHandle::nth(n),
+                text: texts[n as usize - 1],
+            });
+            let input = JoinInput {
+                sources: &sources,
+                names: ["Treaty of Paris", "Treaty of Paris"],
+            };
+            match judge_join(&input, c.content.as_bytes()) {
+                Ok(a) => {
+                    let text = sources.iter().find(|s| s.handle == a.source).unwrap().text;
+                    assert_eq!(&text[a.start..a.end], a.quote);
+                    println!("join through the server: {} ({:?})", a.verdict, a.quote);
+                }
+                Err(r) => println!(
+                    "join through the server: refused, {}: {} (the response: {})",
+                    r.reason,
+                    r.detail,
+                    relata_core::text::cut(&c.content, 400)
+                ),
+            }
+        }
+        Err(e) => assert_eq!(
+            e.class(),
+            relata_model::ErrorClass::InvalidOutput,
+            "join: {e}"
         ),
     }
 

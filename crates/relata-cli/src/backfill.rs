@@ -180,7 +180,7 @@ async fn plan(
     summary.selected = match args.task {
         Task::Extract => store.backfill_extract_counts(version, selector).await?,
         Task::Classify => store.backfill_classify_counts(version, selector).await?,
-        Task::Answer => bail!("answer is not a queued task"),
+        Task::Answer | Task::Join => bail!("{} is not a queued task", args.task),
     };
     summary.to_publish = summary
         .selected
@@ -214,7 +214,7 @@ async fn publish(
     });
 
     let to_publish = u64::try_from(summary.to_publish).unwrap_or(0);
-    let progress = progress_bar(args.limit.map_or(to_publish, |l| l.min(to_publish)));
+    let progress = progress_bar(args.limit.map_or(to_publish, |l| l.min(to_publish)), "jobs");
     let mut run = Run {
         store,
         broker: &broker,
@@ -230,7 +230,7 @@ async fn publish(
             run.classify(version, selector, config.worker.classify_batch)
                 .await
         }
-        Task::Answer => Err(anyhow::anyhow!("answer is not a queued task")),
+        Task::Answer | Task::Join => Err(anyhow::anyhow!("{} is not a queued task", args.task)),
     };
     progress.finish_and_clear();
     signals.abort();
@@ -238,15 +238,17 @@ async fn publish(
     outcome
 }
 
-/// A bar of `total` jobs on a terminal; nothing otherwise.
-fn progress_bar(total: u64) -> ProgressBar {
+/// A bar of `total` `unit`s (jobs, pairs) on a terminal; nothing otherwise.
+pub(crate) fn progress_bar(total: u64, unit: &str) -> ProgressBar {
     if !std::io::stderr().is_terminal() {
         return ProgressBar::hidden();
     }
     let p = ProgressBar::new(total);
     p.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} jobs ({per_sec}, eta {eta}) {elapsed}")
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+        ProgressStyle::with_template(&format!(
+            "{{bar:40}} {{pos}}/{{len}} {unit} ({{per_sec}}, eta {{eta}}) {{elapsed}}"
+        ))
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
     );
     p
 }

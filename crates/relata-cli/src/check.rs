@@ -153,6 +153,9 @@ fn check(args: &CheckArgs, config_file: Option<&Path>) -> anyhow::Result<Report>
         Task::Answer => bail!(
             "--task answer: answers are judged on request by `relata ask`; check judges extract and classify responses"
         ),
+        Task::Join => bail!(
+            "--task join: joins are judged on request by `relata entities propose`; check judges extract and classify responses"
+        ),
     };
     let json = serde_json::to_string(&report).context("cannot serialise the report")?;
     crate::out::line(format_args!("{json}"))?;

@@ -1,5 +1,6 @@
 //! `relata entities`: canonical entities, the mentions resolved to them and why, the
-//! re-resolution backfill, and a person's undo of a join.
+//! re-resolution backfill, and a person's undo of a join. The model's proposals are in
+//! `propose.rs`.
 
 use anyhow::{Context, Result};
 use relata_store::entities::{CanonicalEntity, Resolution, UndecidedSide};
@@ -38,6 +39,20 @@ pub enum EntitiesCommand {
         #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
         limit: u32,
         /// Print JSON: an array of pairs.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Ask the model about the pairs `undecided` lists, most mentioned first: are the two
+    /// one thing? The gate judges each answer (a verdict, and as evidence a sentence it
+    /// was shown with words copied from it); a `one` is a proposal that the policy holds
+    /// for a named person (`relata review`), and an approved one joins at the next
+    /// `relata entities resolve`. The model joins nothing itself. A pair already asked
+    /// with the same model and prompt is not asked again.
+    Propose {
+        /// At most this many pairs.
+        #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+        limit: u32,
+        /// Print JSON: the summary and one object per pair asked.
         #[arg(long)]
         json: bool,
     },
@@ -90,6 +105,9 @@ pub async fn run(config: &Config, cmd: EntitiesCommand) -> Result<u8> {
             json,
         } => list(config, name.as_deref(), joined, limit, json).await,
         EntitiesCommand::Undecided { limit, json } => undecided(config, limit, json).await,
+        EntitiesCommand::Propose { limit, json } => {
+            crate::propose::propose(config, limit, json).await
+        }
         EntitiesCommand::Resolve { json } => resolve(config, json).await,
         EntitiesCommand::Join {
             entity,

@@ -17,6 +17,7 @@ mod ingest;
 mod out;
 mod pipeline;
 mod probe;
+mod propose;
 mod report;
 mod review;
 mod signal;

@@ -18,7 +18,7 @@ pub const EXIT_REFUSED: u8 = 1;
 pub enum ReviewCommand {
     /// Candidates waiting for a person (or in another state), oldest first.
     List {
-        /// entity, claim or relation.
+        /// entity, claim, relation or join.
         #[arg(long)]
         kind: Option<RowKind>,
         /// Only candidates from documents of this source.
@@ -37,7 +37,7 @@ pub enum ReviewCommand {
     /// One candidate: the row, its quote marked in its chunk, its warnings, the model call
     /// that proposed it and every decision about it.
     Show {
-        /// claim:42, entity:7 or relation:9.
+        /// claim:42, entity:7, relation:9 or join:3.
         id: CandidateId,
         #[arg(long)]
         json: bool,
@@ -261,7 +261,16 @@ async fn list(
 /// One line about a row.
 fn summary(row: &serde_json::Value) -> String {
     let s = |k: &str| row.get(k).and_then(|v| v.as_str()).unwrap_or("");
-    let text = if !s("statement").is_empty() {
+    let text = if !s("verdict").is_empty() {
+        format!(
+            "{} ({}) and {} ({}) are one thing, says the model (evidence {:?})",
+            s("name_a"),
+            s("type_a"),
+            s("name_b"),
+            s("type_b"),
+            s("quote")
+        )
+    } else if !s("statement").is_empty() {
         format!("{:?} (quote {:?})", s("statement"), s("quote"))
     } else if !s("name").is_empty() {
         format!("{} ({})", s("name"), s("type"))

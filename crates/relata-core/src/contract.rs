@@ -129,6 +129,18 @@ pub const ANSWER_V2: Contract = Contract {
     json_schema: include_str!("../schemas/relata.answer.v2.json"),
 };
 
+/// `relata.join` v1: whether two entities that no rule joins are one thing, with the
+/// evidence — a sentence handle that was sent and words copied from it — that a person
+/// reads before deciding. A verdict is a proposal, never a join (`relata entities
+/// propose`).
+pub const JOIN_V1: Contract = Contract {
+    task: Task::Join,
+    schema_id: "relata.join",
+    version: 1,
+    name: "relata_join_v1",
+    json_schema: include_str!("../schemas/relata.join.v1.json"),
+};
+
 impl Contract {
     /// The current contract of a task: for `extract`, the default prompt's (an older
     /// prompt names its own contract).
@@ -137,6 +149,7 @@ impl Contract {
             Task::Extract => EXTRACT_V2,
             Task::Classify => CLASSIFY_V1,
             Task::Answer => ANSWER_V1,
+            Task::Join => JOIN_V1,
         }
     }
 
@@ -192,6 +205,11 @@ mod tests {
             ANSWER_V2.sha256(),
             "89c121cbdfd1835d2790882cec3f39dab87d7f9948702daa76c719018e7a82a0",
             "relata.answer v2 changed without a version bump"
+        );
+        assert_eq!(
+            JOIN_V1.sha256(),
+            "9a612bd7132460292c8577178d7bce727e18daae7d9b1150a4b1bfbd4bdb173f",
+            "relata.join v1 changed without a version bump"
         );
     }
 

@@ -142,7 +142,7 @@ impl JobInput {
                 wanted: "pairs",
                 has,
             }),
-            (Task::Answer, ..) => Err(JobInputError::NotQueued(task)),
+            (Task::Answer | Task::Join, ..) => Err(JobInputError::NotQueued(task)),
         }
     }
 

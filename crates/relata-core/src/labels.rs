@@ -139,6 +139,18 @@ closed_enum! {
         Entity = "entity",
         Claim = "claim",
         Relation = "relation",
+        /// A model's proposal that two entities are one thing (`relata.join`).
+        Join = "join",
+    }
+}
+
+closed_enum! {
+    /// A model's verdict under `relata.join` v1 on whether two entities are one thing.
+    /// Only `one` is a proposal a person decides; the others are kept as the model's word.
+    pub enum JoinVerdict: "join verdict" {
+        One = "one",
+        Two = "two",
+        Unsure = "unsure",
     }
 }
 

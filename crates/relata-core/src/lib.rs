@@ -27,13 +27,14 @@ pub mod text;
 
 pub use closed::UnknownLabel;
 pub use contract::{
-    ANSWER_V1, ANSWER_V2, CLASSIFY_V1, Contract, EXTRACT_V1, EXTRACT_V2, EXTRACT_V3,
+    ANSWER_V1, ANSWER_V2, CLASSIFY_V1, Contract, EXTRACT_V1, EXTRACT_V2, EXTRACT_V3, JOIN_V1,
 };
 pub use dead::DeadReason;
 pub use handle::{Handle, HandleError, SourceHandle};
 pub use job::{JobInput, JobInputError, JobMessage, JobMessageError};
 pub use labels::{
-    AnswerCheck, AnswerStatus, Check, EntityType, Reason, RelationKind, RowKind, Severity, Warning,
+    AnswerCheck, AnswerStatus, Check, EntityType, JoinVerdict, Reason, RelationKind, RowKind,
+    Severity, Warning,
 };
 pub use promotion::{
     ActorKind, CandidateFacts, CandidateId, CandidateIdError, Decision, EvidenceDecision, Policy,

@@ -122,6 +122,9 @@ closed_enum! {
 pub const NO_RULE_MATCHED: &str = "no_rule_matched";
 /// The name of the built-in rule that denies a candidate without its model call record.
 pub const NO_PROVENANCE: &str = "no_provenance";
+/// The name of the built-in rule that holds for a person a join of two entities of
+/// different types, whatever rule would allow it: no rule joins across types.
+pub const JOIN_ACROSS_TYPES: &str = "join_across_types";
 
 /// What the policy knows about a candidate: only facts relata's own code established.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,7 +132,8 @@ pub struct CandidateFacts {
     pub kind: RowKind,
     /// Warnings the gate attached to the row.
     pub warnings: Vec<Warning>,
-    /// For an entity.
+    /// For an entity; for a join, the two mentions' type when they share one (`None`
+    /// when they differ).
     pub entity_type: Option<EntityType>,
     /// For a relation.
     pub relation: Option<RelationKind>,
@@ -147,7 +151,7 @@ pub struct CandidateFacts {
 pub struct Rule {
     /// Named in every evidence record this rule decides.
     pub name: String,
-    /// Row kind: entity, claim or relation.
+    /// Row kind: entity, claim, relation or join.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kind: Option<RowKind>,
     /// `true`: the row carries at least one warning; `false`: none.
@@ -224,7 +228,7 @@ impl Policy {
             if name.is_empty() {
                 return Err(PolicyError::EmptyName { index });
             }
-            if name == NO_RULE_MATCHED || name == NO_PROVENANCE {
+            if [NO_RULE_MATCHED, NO_PROVENANCE, JOIN_ACROSS_TYPES].contains(&name) {
                 return Err(PolicyError::ReservedName {
                     index,
                     name: name.to_owned(),
@@ -246,9 +250,12 @@ impl Policy {
                     "entity_type and relation can never both hold",
                 ));
             }
-            if r.entity_type.is_some() && r.kind.is_some_and(|k| k != RowKind::Entity) {
+            if r.entity_type.is_some()
+                && r.kind
+                    .is_some_and(|k| !matches!(k, RowKind::Entity | RowKind::Join))
+            {
                 return Err(contradiction(
-                    "entity_type only applies to kind = \"entity\"",
+                    "entity_type only applies to kind = \"entity\" or \"join\"",
                 ));
             }
             if r.relation.is_some() && r.kind.is_some_and(|k| k != RowKind::Relation) {
@@ -266,7 +273,8 @@ impl Policy {
     /// The shipped defaults: any row with a warning is reviewed; every relation is
     /// reviewed — a relation between two claims is the model's inference, a derived claim
     /// no source states, so a named person decides it (`supports` as much as
-    /// `contradicts`); claims and entities without warnings are allowed.
+    /// `contradicts`); so is every join a model proposes; claims and entities without
+    /// warnings are allowed.
     pub fn shipped() -> Policy {
         let rule = |name: &str, kind: Option<RowKind>, warnings: Option<bool>, decision| Rule {
             name: name.to_owned(),
@@ -281,6 +289,7 @@ impl Policy {
         Policy::new(vec![
             rule("warnings", None, Some(true), Review),
             rule("relations", Some(RowKind::Relation), None, Review),
+            rule("joins", Some(RowKind::Join), None, Review),
             rule("claims", Some(RowKind::Claim), Some(false), Allow),
             rule("entities", Some(RowKind::Entity), Some(false), Allow),
         ])
@@ -292,7 +301,8 @@ impl Policy {
     }
 
     /// Decide a candidate. A candidate without provenance is denied whatever the rules
-    /// say; one that no rule matches is held for review.
+    /// say; one that no rule matches is held for review, and so is a join across types
+    /// that a rule would allow.
     pub fn evaluate(&self, c: &CandidateFacts) -> Verdict {
         if !c.has_provenance {
             return Verdict {
@@ -306,6 +316,21 @@ impl Policy {
             reasons.push(format!("relation: {r}"));
         }
         match self.rules.iter().find(|r| r.matches(c)) {
+            Some(rule)
+                if rule.decision == PolicyDecision::Allow
+                    && c.kind == RowKind::Join
+                    && c.entity_type.is_none() =>
+            {
+                reasons.push(format!(
+                    "rule {} would allow it, but the two entities differ in type",
+                    rule.name.trim()
+                ));
+                Verdict {
+                    decision: PolicyDecision::Review,
+                    rule: JOIN_ACROSS_TYPES.to_owned(),
+                    reasons,
+                }
+            }
             Some(rule) => Verdict {
                 decision: rule.decision,
                 rule: rule.name.trim().to_owned(),
@@ -430,7 +455,9 @@ impl fmt::Display for CandidateId {
 
 /// A string that is not a candidate id.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0:?} is not a candidate id: expected KIND:ID such as claim:42, entity:7 or relation:9")]
+#[error(
+    "{0:?} is not a candidate id: expected KIND:ID such as claim:42, entity:7, relation:9 or join:3"
+)]
 pub struct CandidateIdError(String);
 
 impl FromStr for CandidateId {
@@ -513,6 +540,48 @@ mod tests {
             ..relation(RelationKind::Supports)
         };
         assert_eq!(d(&warned_relation), PolicyDecision::Review);
+    }
+
+    #[test]
+    fn a_join_is_held_for_a_person_and_never_allowed_across_types() {
+        let same = CandidateFacts {
+            entity_type: Some(EntityType::Event),
+            ..facts(RowKind::Join)
+        };
+        let across = facts(RowKind::Join);
+        let v = Policy::shipped().evaluate(&same);
+        assert_eq!(
+            (v.decision, v.rule.as_str()),
+            (PolicyDecision::Review, "joins")
+        );
+        // A configured rule may allow joins of one type; across types a person decides
+        // whatever it says.
+        let allow = |entity_type| Rule {
+            name: "joins-allowed".into(),
+            kind: Some(RowKind::Join),
+            warnings: None,
+            entity_type,
+            relation: None,
+            source: None,
+            decision: PolicyDecision::Allow,
+        };
+        let p = Policy::new(vec![allow(None)]).unwrap();
+        assert_eq!(p.evaluate(&same).decision, PolicyDecision::Allow);
+        let v = p.evaluate(&across);
+        assert_eq!(v.decision, PolicyDecision::Review);
+        assert_eq!(v.rule, JOIN_ACROSS_TYPES);
+        assert!(v.reasons[0].contains("differ in type"), "{:?}", v.reasons);
+        let typed = Policy::new(vec![allow(Some(EntityType::Event))]).unwrap();
+        assert_eq!(typed.evaluate(&same).decision, PolicyDecision::Allow);
+        assert_eq!(typed.evaluate(&across).rule, NO_RULE_MATCHED);
+        let reserved = Rule {
+            name: JOIN_ACROSS_TYPES.into(),
+            ..allow(None)
+        };
+        assert!(matches!(
+            Policy::new(vec![reserved]),
+            Err(PolicyError::ReservedName { .. })
+        ));
     }
 
     #[test]

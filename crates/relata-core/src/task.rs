@@ -13,6 +13,10 @@ closed_enum! {
         /// A question answered from retrieved sources (`relata ask`, `relata serve`):
         /// asked on request, never through the queue.
         Answer = "answer",
+        /// Whether two entities that no rule joins are one thing (`relata entities
+        /// propose`): asked on request, never through the queue; a verdict is a proposal
+        /// that a person decides through the promotion path.
+        Join = "join",
     }
 }
 

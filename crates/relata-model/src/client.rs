@@ -258,6 +258,14 @@ impl ModelClient {
             .await
     }
 
+    /// Ask whether two entities are one thing (`relata.join`, prompt `join-p1`). The model
+    /// sees the names, types, titles and sentences only.
+    pub async fn join(&self, sides: &[crate::JoinSide; 2]) -> ModelCall {
+        let messages = crate::join_messages(self.config.dialect, sides);
+        self.complete(Task::Join, &messages, self.config.max_tokens)
+            .await
+    }
+
     /// Send prepared messages for `task` with the task's contract in the configured
     /// dialect, retrying transport failures only.
     pub async fn complete(&self, task: Task, messages: &Messages, max_tokens: u32) -> ModelCall {

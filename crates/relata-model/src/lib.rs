@@ -127,10 +127,11 @@ pub use family::ProviderFamily;
 pub use metrics::{InvalidOutput, ModelMetrics, RequestOutcome, record_invalid_output};
 pub use prompt::{
     ANSWER_PROMPT_VERSION, AnswerPrompt, AnswerSource, CLASSIFY_PROMPT_VERSION, ClassifyClaim,
-    EXTRACT_PROMPT_VERSION, ExtractPrompt, Messages, PROBE_DOCUMENT, Prompts, SchemaRef,
-    SchemaRegistry, answer_messages, classify_messages, contract, extract_messages,
-    extract_schema_sent, extract_schema_sent_p3, extract_schema_sent_p4, extract_schema_sent_p7,
-    p3_bounds, p4_bounds, p4_names, p4_sentences, prompt_version, sent_bounds,
+    EXTRACT_PROMPT_VERSION, ExtractPrompt, JOIN_PROMPT_VERSION, JoinSide, Messages, PROBE_DOCUMENT,
+    Prompts, SchemaRef, SchemaRegistry, answer_messages, classify_messages, contract,
+    extract_messages, extract_schema_sent, extract_schema_sent_p3, extract_schema_sent_p4,
+    extract_schema_sent_p7, join_messages, join_schema_sent, p3_bounds, p4_bounds, p4_names,
+    p4_sentences, prompt_version, sent_bounds,
 };
 pub use redact::{ApiKey, REDACTED, excerpt, redact};
 pub use wire::{MAX_USAGE_TOKENS, Usage, response_format, schema_sent, schema_sha256};

@@ -74,6 +74,15 @@ pub enum CandidateBody {
         a: Box<ClaimView>,
         b: Box<ClaimView>,
     },
+    /// A model's proposal that two entities are one thing, with its evidence: words
+    /// copied from a sentence of one of their documents.
+    Join {
+        a: Box<EntityView>,
+        b: Box<EntityView>,
+        quote: String,
+        /// Whether the quote is from `a`'s document (else from `b`'s).
+        quote_from_a: bool,
+    },
 }
 
 /// A pending candidate with the provenance of the model call that proposed it.

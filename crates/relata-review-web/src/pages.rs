@@ -191,6 +191,11 @@ fn candidate_card(c: &Candidate, selectable: bool) -> Markup {
                     p.relation { "The model says claim " (a.claim_id) " " strong { (relation) } " claim " (b.claim_id) "." }
                     div.pair { (claim(a)) (claim(b)) }
                 }
+                CandidateBody::Join { a, b, quote, quote_from_a } => {
+                    p.relation { "The model says entity " (a.entity_id) " and entity " (b.entity_id) " are " strong { "one thing" } ". Its evidence, from the document of entity " (if *quote_from_a { a.entity_id } else { b.entity_id }) ":" }
+                    blockquote.evidence { (quote) }
+                    div.pair { (entity(a)) (entity(b)) }
+                }
             }
             @if c.stale {
                 p.stale { "Stale: its document changed since it was proposed. It can be rejected, not approved." }

@@ -57,6 +57,58 @@ impl StoreBackend {
         }))
     }
 
+    async fn entity_view(&self, detail: &CandidateDetail) -> BackendResult<EntityView> {
+        let row = &detail.candidate.row;
+        let heading = match int(row, "document_id") {
+            Some(d) => self.store.document_heading(d).await.map_err(failure)?,
+            None => None,
+        };
+        Ok(EntityView {
+            entity_id: detail.candidate.id.id,
+            name: text(row, "name"),
+            entity_type: text(row, "type"),
+            document_title: heading.as_ref().and_then(|h| h.title.clone()),
+            source: heading
+                .as_ref()
+                .map(|h| h.source.clone())
+                .unwrap_or_default(),
+            external_id: heading.map(|h| h.external_id).unwrap_or_default(),
+            chunk_text: detail
+                .chunk
+                .as_ref()
+                .map(|c| c.text.clone())
+                .unwrap_or_default(),
+        })
+    }
+
+    /// A join proposal's two entities and its evidence; `None` when either is gone.
+    async fn join_body(&self, row: &serde_json::Value) -> BackendResult<Option<CandidateBody>> {
+        let side = |k: &str| {
+            int(row, k).map(|id| CandidateId {
+                kind: RowKind::Entity,
+                id,
+            })
+        };
+        let (Some(a), Some(b)) = (side("entity_id"), side("joined_to")) else {
+            return Ok(None);
+        };
+        let view = |id| async move {
+            match self.store.review_show(id).await.map_err(failure)? {
+                Some(d) => Ok(Some(self.entity_view(&d).await?)),
+                None => Ok(None),
+            }
+        };
+        let (Some(a), Some(b)) = (view(a).await?, view(b).await?) else {
+            return Ok(None);
+        };
+        Ok(Some(CandidateBody::Join {
+            quote_from_a: int(row, "evidence_document_id") == int(row, "document_a"),
+            a: Box::new(a),
+            b: Box::new(b),
+            quote: text(row, "quote"),
+        }))
+    }
+
     async fn candidate(&self, id: CandidateId) -> BackendResult<Option<Candidate>> {
         let Some(detail) = self.store.review_show(id).await.map_err(failure)? else {
             return Ok(None);
@@ -67,28 +119,7 @@ impl StoreBackend {
                 Some(v) => CandidateBody::Claim(v),
                 None => return Ok(None),
             },
-            RowKind::Entity => {
-                let heading = match int(row, "document_id") {
-                    Some(d) => self.store.document_heading(d).await.map_err(failure)?,
-                    None => None,
-                };
-                CandidateBody::Entity(EntityView {
-                    entity_id: id.id,
-                    name: text(row, "name"),
-                    entity_type: text(row, "type"),
-                    document_title: heading.as_ref().and_then(|h| h.title.clone()),
-                    source: heading
-                        .as_ref()
-                        .map(|h| h.source.clone())
-                        .unwrap_or_default(),
-                    external_id: heading.map(|h| h.external_id).unwrap_or_default(),
-                    chunk_text: detail
-                        .chunk
-                        .as_ref()
-                        .map(|c| c.text.clone())
-                        .unwrap_or_default(),
-                })
-            }
+            RowKind::Entity => CandidateBody::Entity(self.entity_view(&detail).await?),
             RowKind::Relation => {
                 let side = |k: &str| {
                     int(row, k).map(|id| CandidateId {
@@ -114,6 +145,10 @@ impl StoreBackend {
                     b: Box::new(b),
                 }
             }
+            RowKind::Join => match self.join_body(row).await? {
+                Some(body) => body,
+                None => return Ok(None),
+            },
         };
         let c = &detail.candidate;
         let started = detail.call.as_ref().map(|c| c.started_at);

@@ -41,7 +41,7 @@ TABLE evidence
     via_host text
     CONSTRAINT evidence_actor_check CHECK ((actor <> ''::text))
     CONSTRAINT evidence_actor_kind_check CHECK ((actor_kind = ANY (ARRAY['policy'::text, 'reviewer'::text])))
-    CONSTRAINT evidence_candidate_kind_check CHECK ((candidate_kind = ANY (ARRAY['entity'::text, 'claim'::text, 'relation'::text])))
+    CONSTRAINT evidence_candidate_kind_check CHECK ((candidate_kind = ANY (ARRAY['entity'::text, 'claim'::text, 'relation'::text, 'join'::text])))
     CONSTRAINT evidence_candidate_sha256_check CHECK ((octet_length(candidate_sha256) = 32))
     CONSTRAINT evidence_check CHECK (((actor_kind = 'policy'::text) = (decision = ANY (ARRAY['allow'::text, 'review'::text, 'deny'::text]))))
     CONSTRAINT evidence_decision_check CHECK ((decision = ANY (ARRAY['allow'::text, 'review'::text, 'deny'::text, 'approve'::text, 'reject'::text])))
@@ -79,7 +79,7 @@ TABLE promotions
     evidence_seq bigint NOT NULL
     proposed_at timestamp with time zone NOT NULL
     decided_at timestamp with time zone NOT NULL
-    CONSTRAINT promotions_candidate_kind_check CHECK ((candidate_kind = ANY (ARRAY['entity'::text, 'claim'::text, 'relation'::text])))
+    CONSTRAINT promotions_candidate_kind_check CHECK ((candidate_kind = ANY (ARRAY['entity'::text, 'claim'::text, 'relation'::text, 'join'::text])))
     CONSTRAINT promotions_pkey PRIMARY KEY (candidate_kind, candidate_id)
     CONSTRAINT promotions_policy_decision_check CHECK ((policy_decision = ANY (ARRAY['allow'::text, 'review'::text, 'deny'::text])))
     CONSTRAINT promotions_review_only CHECK ((policy_decision = 'review'::text))
@@ -146,6 +146,16 @@ FUNCTION relata_candidate_origin(kind text, cid bigint) RETURNS TABLE(sources te
     JOIN documents db ON db.id = b.document_id
     LEFT JOIN model_calls m ON m.id = x.call_id
     WHERE kind = 'relation' AND x.id = cid
+    UNION ALL
+    SELECT ARRAY(SELECT DISTINCT s FROM unnest(ARRAY[da.source, db.source]) s ORDER BY s),
+           ARRAY[a.revision_id, b.revision_id], m.finished_at
+    FROM entity_join_proposals p
+    JOIN entities a ON a.id = p.entity_id
+    JOIN entities b ON b.id = p.joined_to
+    JOIN documents da ON da.id = a.document_id
+    JOIN documents db ON db.id = b.document_id
+    LEFT JOIN model_calls m ON m.id = p.call_id
+    WHERE kind = 'join' AND p.id = cid AND p.verdict = 'one'
 $$
 
 FUNCTION relata_candidate_row(kind text, cid bigint) RETURNS jsonb LANGUAGE sql STABLE AS $$
@@ -166,6 +176,19 @@ FUNCTION relata_candidate_row(kind text, cid bigint) RETURNS jsonb LANGUAGE sql 
                'statement_b', b.statement, 'call_id', x.call_id)
     FROM claim_relations x JOIN claims a ON a.id = x.claim_a JOIN claims b ON b.id = x.claim_b
     WHERE kind = 'relation' AND x.id = cid
+    UNION ALL
+    SELECT jsonb_build_object('id', p.id, 'entity_id', p.entity_id, 'joined_to', p.joined_to,
+               'name_a', a.name, 'type_a', a.entity_type, 'document_a', a.document_id,
+               'name_b', b.name, 'type_b', b.entity_type, 'document_b', b.document_id,
+               'verdict', p.verdict, 'source', p.source_handle,
+               'quote', p.evidence_quote, 'revision_id', p.evidence_revision_id,
+               'quote_start', p.evidence_start, 'quote_end', p.evidence_end,
+               'evidence_document_id', (SELECT r.document_id FROM document_revisions r
+                                        WHERE r.id = p.evidence_revision_id),
+               'call_id', p.call_id)
+    FROM entity_join_proposals p
+    JOIN entities a ON a.id = p.entity_id JOIN entities b ON b.id = p.joined_to
+    WHERE kind = 'join' AND p.id = cid AND p.verdict = 'one'
 $$
 
 FUNCTION relata_candidate_sha256(kind text, cid bigint) RETURNS text LANGUAGE sql STABLE AS $$
@@ -175,6 +198,9 @@ FUNCTION relata_candidate_sha256(kind text, cid bigint) RETURNS text LANGUAGE sq
     UNION ALL
     SELECT relata_relation_sha256(x) FROM claim_relations x
     WHERE kind = 'relation' AND x.id = cid
+    UNION ALL
+    SELECT relata_join_sha256(p) FROM entity_join_proposals p
+    WHERE kind = 'join' AND p.id = cid AND p.verdict = 'one'
 $$
 
 FUNCTION relata_candidate_state(kind text, cid bigint) RETURNS text LANGUAGE sql STABLE AS $$
@@ -196,6 +222,13 @@ FUNCTION relata_entity_sha256(e entities) RETURNS text LANGUAGE sql STABLE AS $$
     SELECT encode(sha256(convert_to(jsonb_build_array('entity', e.id, e.call_id, e.job_id,
                e.document_id, e.revision_id, e.chunk_id, e.row_index, e.name,
                e.name_normalized, e.entity_type)::text, 'UTF8')), 'hex')
+$$
+
+FUNCTION relata_join_sha256(p entity_join_proposals) RETURNS text LANGUAGE sql STABLE AS $$
+    SELECT encode(sha256(convert_to(jsonb_build_array('join', p.id, p.call_id, p.job_id,
+               p.entity_id, p.joined_to, p.verdict, p.source_handle,
+               p.evidence_revision_id, p.evidence_start, p.evidence_end,
+               p.evidence_quote)::text, 'UTF8')), 'hex')
 $$
 
 FUNCTION relata_kept_apart(claim_a bigint, claim_b bigint) RETURNS boolean LANGUAGE sql STABLE AS $$

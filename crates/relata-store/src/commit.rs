@@ -182,7 +182,15 @@ impl Store {
 
         let (call_outcome, state) = outcome_of(judgement.verdict());
         let call_reason = judgement.response_rejection().map(|r| r.reason.as_str());
-        let call_id = insert_call(&mut tx, job_id, &job, call, call_outcome, call_reason).await?;
+        let call_id = insert_call(
+            &mut tx,
+            job_id,
+            &job.fingerprint,
+            call,
+            call_outcome,
+            call_reason,
+        )
+        .await?;
         let mut counts = RowCounts::default();
         let mut relation_ids = Vec::new();
         for r in judgement.accepted().relations() {
@@ -265,7 +273,7 @@ impl Store {
         let call_id = insert_call(
             &mut tx,
             job_id,
-            &job,
+            &job.fingerprint,
             call,
             CallOutcome::InvalidEnvelope,
             Some(reason.as_str()),
@@ -331,7 +339,7 @@ async fn insert_relation_warnings(
     Ok(findings.len())
 }
 
-async fn insert_rejections(
+pub(crate) async fn insert_rejections(
     conn: &mut PgConnection,
     call_id: Option<i64>,
     job_id: &JobId,
@@ -549,10 +557,10 @@ impl Written {
         let by_index = match kind {
             RowKind::Entity => &self.entity_by_index,
             RowKind::Claim => &self.claim_by_index,
-            RowKind::Relation => {
-                return Err(StoreError::Invariant(
-                    "an extract commit writes no relations".into(),
-                ));
+            RowKind::Relation | RowKind::Join => {
+                return Err(StoreError::Invariant(format!(
+                    "an extract commit writes no {kind} rows"
+                )));
             }
         };
         by_index

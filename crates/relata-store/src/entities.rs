@@ -474,7 +474,14 @@ impl Store {
                     (SELECT count(*) FROM claims c WHERE c.entity_id = e.id)
              FROM entity_resolutions r JOIN entities e ON e.id = r.entity_id
              LEFT JOIN LATERAL (
-                 SELECT j.reviewer, j.reason FROM entity_joins j
+                 SELECT j.reviewer, j.reason FROM (
+                     SELECT reviewer, reason, decided_at, id, entity_id, joined_to
+                       FROM entity_joins
+                     UNION ALL
+                     SELECT actor, 'approved a model''s proposal; its evidence: '
+                                   || evidence_quote || coalesce('; ' || note, ''),
+                            decided_at, id, entity_id, joined_to
+                       FROM promoted_join_proposals) j
                   WHERE r.rule = 'person'
                     AND ((j.entity_id = e.id AND j.joined_to = r.joined_to)
                          OR (j.entity_id = r.joined_to AND j.joined_to = e.id))
@@ -699,6 +706,16 @@ impl Store {
 /// Awards"); failing that, the first that writes it at all (as written, or in another
 /// case).
 fn sentence_naming(text: &str, name: &str, names: &[&str]) -> Option<String> {
+    sentence_span_naming(text, name, names)
+        .map(|(s, e)| text[s..e].split_whitespace().collect::<Vec<_>>().join(" "))
+}
+
+/// [`sentence_naming`]'s sentence as byte offsets in `text`.
+pub(crate) fn sentence_span_naming(
+    text: &str,
+    name: &str,
+    names: &[&str],
+) -> Option<(usize, usize)> {
     let inside_longer = |at: usize| {
         names.iter().any(|longer| {
             longer.len() > name.len()
@@ -723,7 +740,6 @@ fn sentence_naming(text: &str, name: &str, names: &[&str]) -> Option<String> {
     relata_core::sentences::handled(text)
         .into_iter()
         .find(|&(s, e)| s <= at && at < e)
-        .map(|(s, e)| text[s..e].split_whitespace().collect::<Vec<_>>().join(" "))
 }
 
 impl Loaded {
@@ -802,7 +818,9 @@ async fn decisions(tx: &mut sqlx::PgConnection) -> Result<Decisions> {
              SELECT entity_id, apart_from AS other, false AS together, decided_at, id
                FROM entity_separations
              UNION ALL
-             SELECT entity_id, joined_to, true, decided_at, id FROM entity_joins) d
+             SELECT entity_id, joined_to, true, decided_at, id FROM entity_joins
+             UNION ALL
+             SELECT entity_id, joined_to, true, decided_at, id FROM promoted_join_proposals) d
          ORDER BY decided_at, together, id",
     )
     .fetch_all(&mut *tx)

@@ -202,7 +202,7 @@ impl Store {
             insert_call(
                 &mut tx,
                 job_id,
-                &job,
+                &job.fingerprint,
                 call,
                 CallOutcome::TransportError,
                 None,
@@ -242,8 +242,15 @@ impl Store {
                     _ => CallOutcome::PermanentError,
                 };
                 Some(
-                    insert_call(&mut tx, job_id, &job, call, outcome, Some(reason.as_str()))
-                        .await?,
+                    insert_call(
+                        &mut tx,
+                        job_id,
+                        &job.fingerprint,
+                        call,
+                        outcome,
+                        Some(reason.as_str()),
+                    )
+                    .await?,
                 )
             }
             None => None,
@@ -415,12 +422,12 @@ pub(crate) fn check_call_version(
 pub(crate) async fn insert_call(
     conn: &mut PgConnection,
     job_id: &JobId,
-    job: &LockedJob,
+    job_fingerprint: &str,
     call: &NewModelCall,
     outcome: CallOutcome,
     reason: Option<&str>,
 ) -> Result<i64> {
-    check_call_version(job_id, &job.fingerprint, call)?;
+    check_call_version(job_id, job_fingerprint, call)?;
     let c = CallColumns::of(call)?;
     let id: i64 = sqlx::query_scalar(
         "INSERT INTO model_calls (job_id, task, model, prompt_version, schema_id, schema_version,

@@ -47,6 +47,7 @@ mod error;
 mod export;
 mod failure_rates;
 mod jobs;
+mod join_asks;
 mod lock;
 #[cfg(feature = "measure")]
 pub mod measure;
@@ -81,6 +82,7 @@ pub use failure_rates::{
     DoublingCheck, DoublingVerdict, DriftRow, FailureCounts, RateLevel, ReasonCount, judge_doubling,
 };
 pub use jobs::{classify_job_id, extract_job_id};
+pub use join_asks::{AskSide, AskedSentence, JoinAnswer, JoinCommit, join_job_id};
 pub use lock::{LockHolder, RunLock, lock_key};
 pub use normalize::normalize_name;
 pub use promotion::{

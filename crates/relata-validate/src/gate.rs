@@ -112,7 +112,7 @@ pub(crate) fn string<'j>(v: &'j Json<'_>, name: &str, max_chars: usize) -> Resul
     Ok(s)
 }
 
-fn closed<T: std::str::FromStr>(s: &str, name: &str) -> Result<T, Fail> {
+pub(crate) fn closed<T: std::str::FromStr>(s: &str, name: &str) -> Result<T, Fail> {
     s.parse().or_else(|_| {
         fail(
             Reason::BadEnum,
@@ -208,7 +208,7 @@ fn whole<R: Default>(task: Task, (reason, detail): Fail) -> Judgement<R> {
     }
 }
 
-fn top<'j, 'a, const N: usize>(
+pub(crate) fn top<'j, 'a, const N: usize>(
     raw: &'a [u8],
     doc: &'j mut Option<Json<'a>>,
     names: [&str; N],

@@ -10,7 +10,8 @@
 //! store only through the gate.
 //!
 //! Answers (`relata.answer`) are judged by [`judge_answer`] in the same layers; see the
-//! `answer` module for its checks.
+//! `answer` module for its checks. A model's proposal that two entities are one thing
+//! (`relata.join`) is judged by [`judge_join`]; see the `join` module.
 //!
 //! This crate knows nothing of HTTP, AMQP, SQL or the OpenAI wire format, does no IO and
 //! cannot fail: every input, however hostile, yields a judgement.
@@ -127,6 +128,7 @@ mod clause;
 mod config;
 mod decode;
 mod gate;
+mod join;
 pub mod normalize;
 mod outcome;
 pub mod resolve;
@@ -138,6 +140,7 @@ pub use answer::{
 };
 pub use config::{CheckSetting, ConfigError, GateConfig};
 pub use gate::ExtractShape;
+pub use join::{AcceptedJoin, JoinInput, JoinSource, judge_join};
 pub use outcome::{
     AcceptedClaim, AcceptedEntity, AcceptedRelation, ClassifyRows, ExtractRows, Finding, Judgement,
     Rejection, Report, ReportRow, RowDecision, RowOutcome, RowStatus, Verdict,

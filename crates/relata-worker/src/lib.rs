@@ -53,6 +53,25 @@ pub use promote::{
 };
 pub use run::{RunSummary, Worker, WorkerError, WorkerSettings};
 
+/// The store's record of one model call, from the adapter's: the one translation of a
+/// call's provenance for every path that records calls (the job loop, `relata entities
+/// propose`). `excerpt` replaces the adapter's own when given.
+pub fn new_model_call(
+    record: &relata_model::CallRecord,
+    excerpt: Option<String>,
+) -> relata_store::NewModelCall {
+    relata_store::NewModelCall {
+        version: record.task_version(),
+        started_at: record.started_at,
+        finished_at: record.finished_at,
+        attempts: record.attempts,
+        prompt_tokens: record.usage.as_ref().map(|u| u.prompt_tokens),
+        completion_tokens: record.usage.as_ref().map(|u| u.completion_tokens),
+        excerpt: excerpt.or_else(|| record.excerpt.clone()),
+        sent_schema_sha256: record.sent_schema_sha256.clone(),
+    }
+}
+
 relata_core::closed_enum! {
     /// How one delivery of a job ended (the `outcome` label of `relata_jobs_total`).
     pub enum JobOutcome: "job outcome" {

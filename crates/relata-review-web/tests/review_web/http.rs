@@ -8,7 +8,7 @@ use http_body_util::BodyExt;
 use relata_review_web::{CandidateId, ReviewWebConfig, router};
 use tower::ServiceExt;
 
-use crate::memory::{Memory, claim, relation};
+use crate::memory::{Memory, claim, join, relation};
 
 const TOKEN: &str = "rlt_0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -365,6 +365,20 @@ async fn the_queue_shows_what_a_reviewer_needs_and_refusals_say_why() {
     stale.stale = true;
     m.add(relation(5, &a, &b));
     m.add(stale);
+    m.add(join(
+        3,
+        (
+            20,
+            "Treaty of Paris",
+            "The Philippine Revolution ended with the Treaty of Paris.",
+        ),
+        (
+            21,
+            "Treaty of Paris",
+            "The Treaty of Paris of December 1898 ended the war.",
+        ),
+        "The Treaty of Paris of December 1898",
+    ));
     let (cookie, csrf) = sign_in(&app, "ada", TOKEN).await;
     let rel = send(&app, get("/review/candidate/relation:5", Some(&cookie)))
         .await
@@ -382,6 +396,20 @@ async fn the_queue_shows_what_a_reviewer_needs_and_refusals_say_why() {
     assert!(
         rel.contains("claim 10 <strong>contradicts</strong> claim 11"),
         "{rel}"
+    );
+    let j = send(&app, get("/review/candidate/join:3", Some(&cookie)))
+        .await
+        .body;
+    assert!(
+        j.contains("entity 20 and entity 21 are <strong>one thing</strong>. Its evidence, from the document of entity 21:"),
+        "{j}"
+    );
+    assert!(j.contains(
+        r#"<blockquote class="evidence">The Treaty of Paris of December 1898</blockquote>"#
+    ));
+    assert!(
+        j.contains("The Philippine Revolution ended with the Treaty of Paris."),
+        "both sides shown"
     );
     let st = send(&app, get("/review/candidate/claim:12", Some(&cookie)))
         .await

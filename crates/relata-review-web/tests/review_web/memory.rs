@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use chrono::{TimeZone, Utc};
 use relata_review_web::{
     BackendResult, Candidate, CandidateBody, CandidateId, CandidatePage, ChainStatus, ClaimView,
-    DecideOutcome, Decision, HistoryEntry, ReviewBackend, ReviewFilter, WarningView,
+    DecideOutcome, Decision, EntityView, HistoryEntry, ReviewBackend, ReviewFilter, WarningView,
 };
 
 #[derive(Debug, Default)]
@@ -116,6 +116,7 @@ impl ReviewBackend for Memory {
                     CandidateBody::Claim(cl) => cl.source == s,
                     CandidateBody::Entity(e) => e.source == s,
                     CandidateBody::Relation { a, .. } => a.source == s,
+                    CandidateBody::Join { a, .. } => a.source == s,
                 })
             })
             .collect();
@@ -235,6 +236,40 @@ pub fn relation(id: i64, a: &Candidate, b: &Candidate) -> Candidate {
             relation: "contradicts".to_owned(),
             a: view(a),
             b: view(b),
+        },
+    }
+}
+
+/// A model's proposal that two entities are one thing, with its evidence.
+pub fn join(id: i64, a: (i64, &str, &str), b: (i64, &str, &str), quote: &str) -> Candidate {
+    let view = |(entity_id, name, chunk): (i64, &str, &str)| {
+        Box::new(EntityView {
+            entity_id,
+            name: name.to_owned(),
+            entity_type: "event".to_owned(),
+            document_title: Some(format!("About {name}")),
+            source: "wiki".to_owned(),
+            external_id: format!("doc-{entity_id}"),
+            chunk_text: chunk.to_owned(),
+        })
+    };
+    Candidate {
+        id: CandidateId {
+            kind: relata_review_web::RowKind::Join,
+            id,
+        },
+        pending: true,
+        stale: false,
+        reasons: vec!["policy rule joins".to_owned()],
+        proposed_at: Utc.with_ymd_and_hms(2026, 12, 3, 9, 0, 0).unwrap(),
+        model: "qwen2.5-0.5b".to_owned(),
+        prompt_version: "join-p1".to_owned(),
+        warnings: Vec::new(),
+        body: CandidateBody::Join {
+            a: view(a),
+            b: view(b),
+            quote: quote.to_owned(),
+            quote_from_a: false,
         },
     }
 }

@@ -78,6 +78,25 @@ const UNJUDGED_RELATIONS: &str = "
     WHERE x.id = ANY($1)
     ORDER BY x.id";
 
+// A join proposal comes from two mentions (and their documents) and its own call, read
+// like a relation. Its entity type is the two mentions' one type, null when they differ:
+// the policy never allows a join across types. A proposal carries no warnings. Selects
+// the columns of `OriginRow`.
+const UNJUDGED_JOINS: &str = "
+    SELECT p.id, m.id AS call_id, relata_provenance_complete(m) AS has_provenance,
+           j.task_version_fingerprint AS task_version, ARRAY[]::text[] AS warnings,
+           CASE WHEN a.entity_type = b.entity_type THEN a.entity_type END AS entity_type,
+           NULL::text AS relation, o.sources, o.revision_ids,
+           coalesce(o.proposed_at, now()) AS proposed_at, relata_join_sha256(p) AS sha256
+    FROM entity_join_proposals p
+    JOIN jobs j ON j.job_id = p.job_id
+    JOIN entities a ON a.id = p.entity_id
+    JOIN entities b ON b.id = p.joined_to
+    CROSS JOIN LATERAL relata_candidate_origin('join', p.id) o
+    LEFT JOIN model_calls m ON m.id = p.call_id
+    WHERE p.id = ANY($1) AND p.verdict = 'one'
+    ORDER BY p.id";
+
 /// How a kind's candidate rows are read.
 #[derive(Clone, Copy)]
 pub(super) enum RowsOf {
@@ -86,12 +105,14 @@ pub(super) enum RowsOf {
         rows: &'static str,
         warnings: &'static str,
     },
-    Relation(&'static str),
+    /// A row drawn from two others (a relation's claims, a join's mentions): one query
+    /// that reads its origin through `relata_candidate_origin`.
+    Origin(&'static str),
 }
 
 /// Per candidate kind: the next ids above a cursor and at most a ceiling, in order; then
 /// the rows of given ids.
-pub(super) const CANDIDATE_READS: [(RowKind, &str, RowsOf); 3] = [
+pub(super) const CANDIDATE_READS: [(RowKind, &str, RowsOf); 4] = [
     (
         RowKind::Entity,
         "SELECT id FROM entities WHERE id > $1 AND id <= $3 ORDER BY id LIMIT $2",
@@ -113,7 +134,13 @@ pub(super) const CANDIDATE_READS: [(RowKind, &str, RowsOf); 3] = [
     (
         RowKind::Relation,
         "SELECT id FROM claim_relations WHERE id > $1 AND id <= $3 ORDER BY id LIMIT $2",
-        RowsOf::Relation(UNJUDGED_RELATIONS),
+        RowsOf::Origin(UNJUDGED_RELATIONS),
+    ),
+    (
+        RowKind::Join,
+        "SELECT id FROM entity_join_proposals
+         WHERE id > $1 AND id <= $3 AND verdict = 'one' ORDER BY id LIMIT $2",
+        RowsOf::Origin(UNJUDGED_JOINS),
     ),
 ];
 
@@ -294,9 +321,10 @@ fn hashed(id: CandidateId, sha256: Option<String>) -> Result<String> {
     sha256.ok_or_else(|| StoreError::Invariant(format!("candidate {id} was read without its hash")))
 }
 
-/// A relation's columns as [`UNJUDGED_RELATIONS`] reads them.
+/// A relation's or join's columns as [`UNJUDGED_RELATIONS`] and [`UNJUDGED_JOINS`] read
+/// them.
 #[derive(sqlx::FromRow)]
-struct RelationRow {
+struct OriginRow {
     id: i64,
     /// Null when the call is not on record.
     call_id: Option<i64>,
@@ -311,9 +339,8 @@ struct RelationRow {
     sha256: Option<String>,
 }
 
-/// A relation as the policy judges it.
-fn relation_candidate(r: RelationRow) -> Result<Candidate> {
-    let kind = RowKind::Relation;
+/// A relation or a join as the policy judges it.
+fn origin_candidate(kind: RowKind, r: OriginRow) -> Result<Candidate> {
     let id = CandidateId { kind, id: r.id };
     Ok(Candidate {
         id,
@@ -361,12 +388,12 @@ pub(crate) async fn read_candidates(
             }
             Ok(out)
         }
-        RowsOf::Relation(rows) => sqlx::query_as::<_, RelationRow>(rows)
+        RowsOf::Origin(rows) => sqlx::query_as::<_, OriginRow>(rows)
             .bind(ids)
             .fetch_all(&mut *tx)
             .await?
             .into_iter()
-            .map(relation_candidate)
+            .map(|r| origin_candidate(kind, r))
             .collect(),
     }
 }

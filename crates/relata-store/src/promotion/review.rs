@@ -593,6 +593,8 @@ impl Store {
             RowKind::Entity => "entity_id",
             RowKind::Claim => "claim_id",
             RowKind::Relation => "relation_id",
+            // A join proposal carries no warnings: the gate accepts it whole or not at all.
+            RowKind::Join => return Ok(Vec::new()),
         };
         sqlx::query_as::<_, WarningDetailRow>(sqlx::AssertSqlSafe(format!(
             "SELECT warning, reason, detail FROM warnings WHERE {column} = $1 ORDER BY id"

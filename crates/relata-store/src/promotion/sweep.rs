@@ -74,12 +74,14 @@ impl Sweep {
 
 /// How far a promotion pass has read, per candidate kind: the highest id it has read,
 /// every row up to which was judged (by it or before it) when it was read.
-/// Ids are the candidate tables' own (`entities.id`, `claims.id`, `claim_relations.id`).
+/// Ids are the candidate tables' own (`entities.id`, `claims.id`, `claim_relations.id`,
+/// `entity_join_proposals.id`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct PromoteCursor {
     entity: i64,
     claim: i64,
     relation: i64,
+    join: i64,
 }
 
 impl PromoteCursor {
@@ -88,6 +90,7 @@ impl PromoteCursor {
         entity: 0,
         claim: 0,
         relation: 0,
+        join: 0,
     };
 
     /// After every candidate: a pass up to here has no ceiling.
@@ -95,6 +98,7 @@ impl PromoteCursor {
         entity: i64::MAX,
         claim: i64::MAX,
         relation: i64::MAX,
+        join: i64::MAX,
     };
 
     pub fn get(&self, kind: RowKind) -> i64 {
@@ -112,6 +116,7 @@ impl PromoteCursor {
             RowKind::Entity => &mut self.entity,
             RowKind::Claim => &mut self.claim,
             RowKind::Relation => &mut self.relation,
+            RowKind::Join => &mut self.join,
         }
     }
 
@@ -383,16 +388,19 @@ impl Store {
     /// The highest id of each candidate kind now: where a sweep that must leave later
     /// commits alone stops ([`Sweep::upto`]).
     pub async fn candidate_high_water(&self) -> Result<PromoteCursor> {
-        let (entity, claim, relation): (Option<i64>, Option<i64>, Option<i64>) = sqlx::query_as(
-            "SELECT (SELECT max(id) FROM entities), (SELECT max(id) FROM claims),
-                    (SELECT max(id) FROM claim_relations)",
-        )
-        .fetch_one(&self.pool)
-        .await?;
+        let (entity, claim, relation, join): (Option<i64>, Option<i64>, Option<i64>, Option<i64>) =
+            sqlx::query_as(
+                "SELECT (SELECT max(id) FROM entities), (SELECT max(id) FROM claims),
+                        (SELECT max(id) FROM claim_relations),
+                        (SELECT max(id) FROM entity_join_proposals)",
+            )
+            .fetch_one(&self.pool)
+            .await?;
         Ok(PromoteCursor {
             entity: entity.unwrap_or(0),
             claim: claim.unwrap_or(0),
             relation: relation.unwrap_or(0),
+            join: join.unwrap_or(0),
         })
     }
 }

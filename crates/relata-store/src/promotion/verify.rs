@@ -427,7 +427,10 @@ async fn sources_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyPro
     if let Some(problem) = revisions_problem(tx).await? {
         return Ok(Some(problem));
     }
-    quotes_problem(tx).await
+    if let Some(p) = quotes_problem(tx).await? {
+        return Ok(Some(p));
+    }
+    join_evidence_problem(tx).await
 }
 
 /// A revision's columns with its chunks' as arrays in order (null when it has none).
@@ -584,6 +587,42 @@ async fn quotes_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyProb
             relata_core::text::cut(&quote, 200)
         ),
     )))
+}
+
+/// The first join proposal, in id order, whose evidence is not its revision's text at its
+/// offsets: the document was edited after the model cited it.
+async fn join_evidence_problem(tx: &mut sqlx::PgConnection) -> Result<Option<VerifyProblem>> {
+    let row = sqlx::query_as::<_, QuoteRow>(
+        "SELECT p.id, r.document_id, p.evidence_revision_id AS revision_id,
+                p.evidence_start AS quote_start, p.evidence_end AS quote_end,
+                p.evidence_quote AS quote,
+                substring(convert_to(r.text, 'UTF8')
+                          FROM p.evidence_start + 1 FOR p.evidence_end - p.evidence_start) AS now
+         FROM entity_join_proposals p
+         JOIN document_revisions r ON r.id = p.evidence_revision_id
+         WHERE substring(convert_to(r.text, 'UTF8')
+                         FROM p.evidence_start + 1 FOR p.evidence_end - p.evidence_start)
+               IS DISTINCT FROM convert_to(p.evidence_quote, 'UTF8')
+         ORDER BY p.id LIMIT 1",
+    )
+    .fetch_optional(&mut *tx)
+    .await?;
+    Ok(row.map(|r| {
+        VerifyProblem::in_source(
+            (r.document_id, r.revision_id),
+            None,
+            Some(CandidateId {
+                kind: RowKind::Join,
+                id: r.id,
+            }),
+            format!(
+                "its evidence {:?} is not the revision's text at bytes [{}, {}): the document was edited after the model cited it",
+                relata_core::text::cut(&r.quote, 200),
+                r.quote_start,
+                r.quote_end
+            ),
+        )
+    }))
 }
 
 #[cfg(test)]

@@ -8,7 +8,7 @@
 use relata_store::Store;
 use relata_store::entities::{CanonicalEntity, Resolution};
 
-use crate::common::{TestDb, classify_version, extract_doc};
+use crate::common::{TestDb, ada, call, classify_version, extract_doc, via};
 
 /// Commit a one-chunk document `doc` with the given entities (name, type) and one claim
 /// about the first; returns (entity ids in order, claim id).
@@ -754,4 +754,271 @@ async fn a_name_with_its_kind_and_two_dated_or_made_works_resolve_beside_the_com
         ]
     );
     assert_eq!(s.resolve_entities().await.unwrap().changed, 0);
+}
+
+/// A model's join: each ask is a job with its call; a refused answer is one invalid
+/// output and no proposal; a `one` is a candidate the shipped policy holds for a person;
+/// nothing joins until a person approves it, and then re-resolution joins it in that
+/// person's name with the model's evidence; a rejected one joins nothing.
+#[tokio::test]
+async fn a_models_join_is_a_proposal_that_joins_only_once_a_person_approves_it() {
+    use relata_core::{CandidateId, Decision, JoinVerdict, Reason, RowKind, TaskVersion};
+    use relata_store::{JoinAnswer, JoinCommit};
+
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let w = world(s).await;
+    s.resolve_entities().await.unwrap();
+    let (company, person, alias) = (w.c.0[0], w.p.0[0], w.b.0[0]);
+    let sides = s.join_sides(company, person).await.unwrap();
+    assert_eq!(sides[1].name, "Alpha Corporation");
+    assert_eq!(sides[1].entity_type, relata_core::EntityType::Person);
+    let shown = &sides[1].sentences[0];
+    assert_eq!(
+        shown.text,
+        "Alpha Corporation opened the office called p1 in the city."
+    );
+    assert!(s.join_sides(person, person).await.is_err());
+
+    let version = TaskVersion::new(&relata_core::JOIN_V1, "join-p1", "test-model");
+    let jobs_before = db.count("jobs").await;
+    // A refused answer: recorded once, no proposal.
+    let refused = relata_validate::Rejection {
+        kind: None,
+        index: None,
+        reason: Reason::QuoteNotFound,
+        detail: "\"quote\" \"they merged\" is not in S2".to_owned(),
+    };
+    let r = s
+        .commit_join(
+            [alias, person],
+            &call(&version),
+            &JoinAnswer::Rejected {
+                rejection: &refused,
+                envelope: false,
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        r,
+        JoinCommit::Committed {
+            proposal_id: None,
+            candidate: None
+        }
+    );
+    let (task, reason): (String, String) =
+        sqlx::query_as("SELECT task, reason FROM invalid_outputs ORDER BY id DESC LIMIT 1")
+            .fetch_one(s.pool())
+            .await
+            .unwrap();
+    assert_eq!(
+        (task.as_str(), reason.as_str()),
+        ("join", "quote_not_found")
+    );
+
+    // An accepted `one`, its evidence the person's sentence.
+    let answer = JoinAnswer::Accepted {
+        verdict: JoinVerdict::One,
+        source_handle: "S2",
+        sentence: shown,
+        start: 0,
+        end: 42,
+    };
+    let JoinCommit::Committed {
+        proposal_id: Some(proposal),
+        candidate: Some(candidate),
+    } = s
+        .commit_join([company, person], &call(&version), &answer)
+        .await
+        .unwrap()
+    else {
+        panic!("a `one` is a candidate");
+    };
+    assert_eq!(db.count("jobs").await, jobs_before + 2);
+    let (state, task): (String, String) = sqlx::query_as(
+        "SELECT j.state, m.task FROM entity_join_proposals p
+         JOIN jobs j ON j.job_id = p.job_id JOIN model_calls m ON m.id = p.call_id
+         WHERE p.id = $1",
+    )
+    .bind(proposal)
+    .fetch_one(s.pool())
+    .await
+    .unwrap();
+    assert_eq!((state.as_str(), task.as_str()), ("accepted", "join"));
+    // Asked again under the same version: nothing is written.
+    assert_eq!(
+        s.commit_join([person, company], &call(&version), &answer)
+            .await
+            .unwrap(),
+        JoinCommit::AlreadyAsked
+    );
+    // Evidence outside its sentence is refused before anything is written.
+    let outside = JoinAnswer::Accepted {
+        verdict: JoinVerdict::One,
+        source_handle: "S2",
+        sentence: shown,
+        start: 0,
+        end: 4_000,
+    };
+    assert!(
+        s.commit_join([alias, company], &call(&version), &outside)
+            .await
+            .is_err()
+    );
+
+    // The shipped policy holds it; held, it joins nothing.
+    let id = CandidateId {
+        kind: RowKind::Join,
+        id: proposal,
+    };
+    assert_eq!(candidate.id(), id);
+    let judged = s
+        .promote_committed(&relata_core::Policy::shipped(), vec![candidate])
+        .await
+        .unwrap();
+    assert_eq!(
+        judged.decided,
+        [(RowKind::Join, relata_core::PolicyDecision::Review, 1)]
+    );
+    let listed = s
+        .review_list(&relata_store::ReviewFilter {
+            kind: Some(RowKind::Join),
+            ..relata_store::ReviewFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        listed[0].row["quote"],
+        "Alpha Corporation opened the office called"
+    );
+    assert_eq!(listed[0].row["type_b"], "person");
+    s.resolve_entities().await.unwrap();
+    let apart = s.canonical_entities(Some("alpha corp")).await.unwrap();
+    assert!(
+        apart.iter().any(|e| e.id == person),
+        "not joined while held"
+    );
+
+    // Approved by a person: joined at the next resolve, in that person's name.
+    let rows = [db.count("entities").await, db.count("claims").await];
+    s.review_decide(
+        &[id],
+        Decision::Approve,
+        &ada(),
+        Some("p1 is the company"),
+        &via(),
+    )
+    .await
+    .unwrap();
+    let summary = s.resolve_entities().await.unwrap();
+    assert_eq!(summary.by_rule.get("person"), Some(&1), "{summary:?}");
+    let entities = s.canonical_entities(Some("alpha corp")).await.unwrap();
+    let joined = entities
+        .iter()
+        .find(|e| e.mentions.iter().any(|m| m.entity_id == company))
+        .unwrap();
+    let m = joined
+        .mentions
+        .iter()
+        .find(|m| m.entity_id == person)
+        .expect("the person-typed mention joined the company");
+    assert_eq!(m.rule, Resolution::Person);
+    let d = m.decided_by.as_ref().unwrap();
+    assert_eq!(d.reviewer, "Ada Lovelace");
+    assert!(
+        d.reason
+            .contains("Alpha Corporation opened the office called")
+            && d.reason.contains("p1 is the company"),
+        "{}",
+        d.reason
+    );
+    assert_eq!([db.count("entities").await, db.count("claims").await], rows);
+    assert_eq!(s.evidence_verify().await.unwrap().problem, None);
+
+    // A later separation by a person still wins over it, as over a person's join.
+    s.separate_entities(company, person, "Ada", "two after all")
+        .await
+        .unwrap();
+    s.resolve_entities().await.unwrap();
+    let entities = s.canonical_entities(Some("alpha corp")).await.unwrap();
+    assert!(entities.iter().any(|e| e.id == person), "apart again");
+}
+
+/// A rejected proposal joins nothing, and a proposal whose evidence no longer reads as
+/// its revision does fails `relata evidence verify`.
+#[tokio::test]
+async fn a_rejected_proposal_joins_nothing_and_verify_reads_its_evidence() {
+    use relata_core::{CandidateId, Decision, JoinVerdict, RowKind, TaskVersion};
+    use relata_store::{JoinAnswer, JoinCommit};
+
+    let db = TestDb::new().await;
+    let s = &db.store;
+    let w = world(s).await;
+    s.resolve_entities().await.unwrap();
+    let (company, person) = (w.c.0[0], w.p.0[0]);
+    let sides = s.join_sides(company, person).await.unwrap();
+    let version = TaskVersion::new(&relata_core::JOIN_V1, "join-p1", "test-model");
+    let answer = JoinAnswer::Accepted {
+        verdict: JoinVerdict::One,
+        source_handle: "S1",
+        sentence: &sides[0].sentences[0],
+        start: 46,
+        end: 57,
+    };
+    let JoinCommit::Committed {
+        proposal_id: Some(proposal),
+        candidate: Some(candidate),
+    } = s
+        .commit_join([company, person], &call(&version), &answer)
+        .await
+        .unwrap()
+    else {
+        panic!("a `one` is a candidate");
+    };
+    s.promote_committed(&relata_core::Policy::shipped(), vec![candidate])
+        .await
+        .unwrap();
+    let id = CandidateId {
+        kind: RowKind::Join,
+        id: proposal,
+    };
+    s.review_decide(&[id], Decision::Reject, &ada(), Some("a namesake"), &via())
+        .await
+        .unwrap();
+    s.resolve_entities().await.unwrap();
+    let entities = s.canonical_entities(Some("alpha corp")).await.unwrap();
+    assert!(entities.iter().any(|e| e.id == person), "rejected: apart");
+    assert_eq!(s.evidence_verify().await.unwrap().problem, None);
+
+    // The company's document edited under the evidence ("in the city"), every source
+    // hash made to match again (the claim's quote is untouched): verify names the
+    // proposal.
+    for sql in [
+        "UPDATE document_revisions SET text = replace(text, 'city', 'town')
+          WHERE document_id = (SELECT document_id FROM entities WHERE id = $1)",
+        "UPDATE chunks SET text = replace(text, 'city', 'town')
+          WHERE document_id = (SELECT document_id FROM entities WHERE id = $1)",
+    ] {
+        sqlx::query(sql)
+            .bind(company)
+            .execute(s.pool())
+            .await
+            .unwrap();
+    }
+    for sql in [
+        "UPDATE document_revisions SET sha256 = encode(sha256(convert_to(text, 'UTF8')), 'hex')",
+        "UPDATE chunks SET sha256 = encode(sha256(convert_to(text, 'UTF8')), 'hex')",
+    ] {
+        sqlx::query(sql).execute(s.pool()).await.unwrap();
+    }
+    let problem = s
+        .evidence_verify()
+        .await
+        .unwrap()
+        .problem
+        .expect("verify must fail");
+    assert_eq!(problem.candidate, Some(id), "{problem}");
+    assert!(problem.what.contains("its evidence"), "{problem}");
 }

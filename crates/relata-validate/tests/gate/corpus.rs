@@ -141,6 +141,7 @@ fn describe(row: &RowOutcome) -> String {
         RowKind::Entity => 'e',
         RowKind::Claim => 'c',
         RowKind::Relation => 'r',
+        RowKind::Join => 'j',
     };
     let mut s = format!("{kind}{} ", row.index);
     match (row.status(), row.reason()) {
@@ -207,8 +208,11 @@ fn every_case_is_judged_as_expected() {
                 let j = judge_classify(&config, &input, &raw);
                 (j.report(), j.rows().to_vec(), Vec::new())
             }
-            // Answers have their own gate and unit tests (`answer.rs`).
-            Task::Answer => panic!("{}: the corpus holds extract and classify cases", case.name),
+            // Answers and joins have their own gates and unit tests (`answer.rs`,
+            // `join.rs`).
+            Task::Answer | Task::Join => {
+                panic!("{}: the corpus holds extract and classify cases", case.name)
+            }
         };
         let got_rows: Vec<String> = rows.iter().map(describe).collect();
         let verdict = serde_json::to_value(report.verdict).unwrap();

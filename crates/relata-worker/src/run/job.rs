@@ -356,24 +356,7 @@ impl Worker {
         } else {
             content.map(|c| self.model.excerpt(c))
         };
-        self.new_call_from_record(&call.record, excerpt)
-    }
-
-    pub(super) fn new_call_from_record(
-        &self,
-        record: &relata_model::CallRecord,
-        excerpt: Option<String>,
-    ) -> NewModelCall {
-        NewModelCall {
-            version: record.task_version(),
-            started_at: record.started_at,
-            finished_at: record.finished_at,
-            attempts: record.attempts,
-            prompt_tokens: record.usage.as_ref().map(|u| u.prompt_tokens),
-            completion_tokens: record.usage.as_ref().map(|u| u.completion_tokens),
-            excerpt: excerpt.or_else(|| record.excerpt.clone()),
-            sent_schema_sha256: record.sent_schema_sha256.clone(),
-        }
+        crate::new_model_call(&call.record, excerpt)
     }
 
     /// Retry a store operation while the store is unavailable, bounded in time; never

@@ -163,7 +163,7 @@ impl Worker {
         error: &ModelError,
         attempt: u32,
     ) -> Settle {
-        let call = self.new_call_from_record(record, None);
+        let call = crate::new_model_call(record, None);
         let detail = self.model.redact(&error.to_string());
         match model_failure(error, &self.policy, attempt, detail) {
             ModelFailure::RetryLater { next_attempt, tier } => {
