@@ -663,6 +663,26 @@ mod tests {
         }
     }
 
+    /// docs/review.md shows the shipped policy as configuration a reader can copy; read
+    /// as configuration, it is the policy relata ships (it once drifted two versions).
+    #[test]
+    fn the_documented_shipped_policy_is_the_shipped_policy() {
+        let doc = include_str!("../../../../docs/review.md");
+        let start = doc
+            .find("   [policy]\n")
+            .expect("the policy block in docs/review.md");
+        let end = start + doc[start..].find("   ```").expect("the block's end");
+        let block: String = doc[start..end]
+            .lines()
+            .map(|l| l.strip_prefix("   ").unwrap_or(l))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let path = file(&block);
+        let config = Config::load_with(Some(&path), &|_| None).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(config.policy().unwrap(), relata_core::Policy::shipped());
+    }
+
     #[test]
     fn a_policy_is_read_in_order_and_a_bad_one_stops_loading() {
         let path = file(
