@@ -81,32 +81,23 @@ impl StoreBackend {
         })
     }
 
-    /// A join proposal's two entities and its evidence; `None` when either is gone.
-    async fn join_body(&self, row: &serde_json::Value) -> BackendResult<Option<CandidateBody>> {
-        let side = |k: &str| {
-            int(row, k).map(|id| CandidateId {
-                kind: RowKind::Entity,
-                id,
-            })
-        };
-        let (Some(a), Some(b)) = (side("entity_id"), side("joined_to")) else {
+    /// The two candidates a row is drawn from (a relation's claims, a join's entities),
+    /// named by the row's `keys`; `None` when either is gone.
+    async fn drawn_from(
+        &self,
+        row: &serde_json::Value,
+        kind: RowKind,
+        keys: [&str; 2],
+    ) -> BackendResult<Option<[CandidateDetail; 2]>> {
+        let [Some(a), Some(b)] = keys.map(|k| int(row, k).map(|id| CandidateId { kind, id }))
+        else {
             return Ok(None);
         };
-        let view = |id| async move {
-            match self.store.review_show(id).await.map_err(failure)? {
-                Some(d) => Ok(Some(self.entity_view(&d).await?)),
-                None => Ok(None),
-            }
-        };
-        let (Some(a), Some(b)) = (view(a).await?, view(b).await?) else {
-            return Ok(None);
-        };
-        Ok(Some(CandidateBody::Join {
-            quote_from_a: int(row, "evidence_document_id") == int(row, "document_a"),
-            a: Box::new(a),
-            b: Box::new(b),
-            quote: text(row, "quote"),
-        }))
+        let show = |id| async move { self.store.review_show(id).await.map_err(failure) };
+        Ok(match (show(a).await?, show(b).await?) {
+            (Some(a), Some(b)) => Some([a, b]),
+            _ => None,
+        })
     }
 
     async fn candidate(&self, id: CandidateId) -> BackendResult<Option<Candidate>> {
@@ -121,22 +112,14 @@ impl StoreBackend {
             },
             RowKind::Entity => CandidateBody::Entity(self.entity_view(&detail).await?),
             RowKind::Relation => {
-                let side = |k: &str| {
-                    int(row, k).map(|id| CandidateId {
-                        kind: RowKind::Claim,
-                        id,
-                    })
-                };
-                let (Some(a), Some(b)) = (side("claim_a"), side("claim_b")) else {
+                let Some([a, b]) = self
+                    .drawn_from(row, RowKind::Claim, ["claim_a", "claim_b"])
+                    .await?
+                else {
                     return Ok(None);
                 };
-                let view = |id| async move {
-                    match self.store.review_show(id).await.map_err(failure)? {
-                        Some(d) => self.claim_view(&d).await,
-                        None => Ok(None),
-                    }
-                };
-                let (Some(a), Some(b)) = (view(a).await?, view(b).await?) else {
+                let (Some(a), Some(b)) = (self.claim_view(&a).await?, self.claim_view(&b).await?)
+                else {
                     return Ok(None);
                 };
                 CandidateBody::Relation {
@@ -145,10 +128,20 @@ impl StoreBackend {
                     b: Box::new(b),
                 }
             }
-            RowKind::Join => match self.join_body(row).await? {
-                Some(body) => body,
-                None => return Ok(None),
-            },
+            RowKind::Join => {
+                let Some([a, b]) = self
+                    .drawn_from(row, RowKind::Entity, ["entity_id", "joined_to"])
+                    .await?
+                else {
+                    return Ok(None);
+                };
+                CandidateBody::Join {
+                    quote_from_a: int(row, "evidence_document_id") == int(row, "document_a"),
+                    a: Box::new(self.entity_view(&a).await?),
+                    b: Box::new(self.entity_view(&b).await?),
+                    quote: text(row, "quote"),
+                }
+            }
         };
         let c = &detail.candidate;
         let started = detail.call.as_ref().map(|c| c.started_at);
