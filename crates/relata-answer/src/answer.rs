@@ -2,9 +2,7 @@
 
 use relata_core::contract::ANSWER_ABSTENTION;
 use relata_core::{AnswerStatus, Reason, SourceHandle, Task};
-use relata_model::{
-    AnswerSource, CallRecord, ErrorClass, ModelCall, ModelClient, ModelError, TransportKind,
-};
+use relata_model::{AnswerSource, CallRecord, ModelCall, ModelClient, ModelError, TransportKind};
 use relata_store::{AnswerCall, AttachedClaim, NewAnswer, Passage, Store, StoreError};
 use relata_validate::{AnswerConfig, AnswerJudgement, SourceText, judge_answer};
 use serde::Serialize;
@@ -317,24 +315,20 @@ impl Answerer {
         let ModelCall { record, result } = self.client.answer(question, &shown).await;
         let mut asked = Asked::default();
         match result {
-            Err(e) if e.class() != ErrorClass::InvalidOutput => {
-                // Transport (after the adapter's retries) or a provider refusal: no
-                // answer exists, so nothing is recorded as one.
-                return Err(AskError::Model(e));
-            }
-            Err(e) => {
+            Err(ModelError::InvalidOutput { reason, detail }) => {
                 // Unusable at envelope level (truncated, refused, empty, too large):
                 // counted once by the adapter; the answer degrades.
-                let (reason, detail) = match &e {
-                    ModelError::InvalidOutput { reason, detail } => (*reason, detail.clone()),
-                    other => (Reason::Schema, other.to_string()),
-                };
                 out.status = AnswerStatus::Degraded;
                 asked.reasons.push(reason);
                 out.caveats.push(Caveat {
                     reason: reason.as_str(),
                     detail: self.client.detail(&detail),
                 });
+            }
+            Err(e) => {
+                // Transport (after the adapter's retries) or a provider refusal: no
+                // answer exists, so nothing is recorded as one.
+                return Err(AskError::Model(e));
             }
             Ok(completion) => {
                 let texts: Vec<SourceText<'_>> = sources

@@ -3,8 +3,8 @@
 //! it for a person. Nothing here joins anything.
 
 use anyhow::{Context, Result};
-use relata_core::{Reason, SourceHandle, Task};
-use relata_model::{ErrorClass, JoinSide, ModelCall, ModelClient, ModelError, ModelMetrics};
+use relata_core::{JoinVerdict, SourceHandle, Task};
+use relata_model::{JoinSide, ModelCall, ModelClient, ModelError, ModelMetrics};
 use relata_store::entities::UndecidedPair;
 use relata_store::{AskSide, JoinAnswer, JoinCommit, NewModelCall, Store, join_job_id};
 use relata_validate::{JoinInput, JoinSource, Rejection, judge_join};
@@ -34,6 +34,30 @@ struct Summary {
     pairs: Vec<Asked>,
 }
 
+/// What came of one ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+enum Outcome {
+    /// A verdict the gate accepted.
+    One,
+    Two,
+    Unsure,
+    /// The response refused (by the gate, or at the envelope).
+    Rejected,
+    /// The call failed: nothing recorded.
+    Failed,
+}
+
+impl From<JoinVerdict> for Outcome {
+    fn from(v: JoinVerdict) -> Outcome {
+        match v {
+            JoinVerdict::One => Outcome::One,
+            JoinVerdict::Two => Outcome::Two,
+            JoinVerdict::Unsure => Outcome::Unsure,
+        }
+    }
+}
+
 /// One pair asked.
 #[derive(Debug, serde::Serialize)]
 struct Asked {
@@ -41,8 +65,7 @@ struct Asked {
     other: i64,
     name: String,
     other_name: String,
-    /// `one`, `two`, `unsure`, or `rejected` / `failed`.
-    outcome: String,
+    outcome: Outcome,
     /// The evidence, or why the response was refused.
     detail: String,
     /// The candidate a `one` became (`join:ID`).
@@ -91,13 +114,13 @@ pub async fn propose(config: &Config, limit: u32, json: bool) -> Result<u8> {
             continue;
         };
         summary.asked += 1;
-        match asked.outcome.as_str() {
-            "one" => summary.one += 1,
-            "two" => summary.two += 1,
-            "unsure" => summary.unsure += 1,
-            "failed" => summary.failed += 1,
-            _ => summary.rejected += 1,
-        }
+        *match asked.outcome {
+            Outcome::One => &mut summary.one,
+            Outcome::Two => &mut summary.two,
+            Outcome::Unsure => &mut summary.unsure,
+            Outcome::Rejected => &mut summary.rejected,
+            Outcome::Failed => &mut summary.failed,
+        } += 1;
         if let Some(c) = candidate {
             asked.candidate = Some(c.id().to_string());
             candidates.push(c);
@@ -135,25 +158,14 @@ async fn ask(
         other: b,
         name: sides[0].name.clone(),
         other_name: sides[1].name.clone(),
-        outcome: String::new(),
+        outcome: Outcome::Failed,
         detail: String::new(),
         candidate: None,
     };
     let ModelCall { record, result } = call;
     let completion = match result {
-        Err(e) if e.class() != ErrorClass::InvalidOutput => {
-            // Transport (after the adapter's retries) or a provider refusal: nothing to
-            // judge, nothing recorded; the next run asks again.
-            asked.outcome = "failed".to_owned();
-            asked.detail = client.detail(&e.to_string());
-            return Ok(Some((asked, None)));
-        }
-        Err(e) => {
+        Err(ModelError::InvalidOutput { reason, detail }) => {
             // Unusable at envelope level: counted once by the adapter.
-            let (reason, detail) = match &e {
-                ModelError::InvalidOutput { reason, detail } => (*reason, detail.clone()),
-                other => (Reason::Schema, other.to_string()),
-            };
             let rejection = Rejection {
                 kind: None,
                 index: None,
@@ -172,6 +184,13 @@ async fn ask(
                 asked,
             )
             .await;
+        }
+        Err(e) => {
+            // Transport (after the adapter's retries) or a provider refusal: nothing to
+            // judge, nothing recorded; the next run asks again.
+            asked.outcome = Outcome::Failed;
+            asked.detail = client.detail(&e.to_string());
+            return Ok(Some((asked, None)));
         }
         Ok(c) => c,
     };
@@ -285,9 +304,9 @@ async fn commit(
     mut asked: Asked,
 ) -> Result<Option<(Asked, Option<relata_store::Candidate>)>> {
     match answer {
-        JoinAnswer::Accepted { verdict, .. } => asked.outcome = verdict.as_str().to_owned(),
+        JoinAnswer::Accepted { verdict, .. } => asked.outcome = (*verdict).into(),
         JoinAnswer::Rejected { rejection, .. } => {
-            asked.outcome = "rejected".to_owned();
+            asked.outcome = Outcome::Rejected;
             asked.detail = format!("{}: {}", rejection.reason, rejection.detail);
         }
     }
@@ -307,11 +326,12 @@ fn report(s: &Summary, json: bool) -> Result<()> {
         return Ok(());
     }
     for p in &s.pairs {
-        let verdict = match p.outcome.as_str() {
-            "one" => "one thing",
-            "two" => "two things",
-            "unsure" => "cannot tell",
-            other => other,
+        let verdict = match p.outcome {
+            Outcome::One => "one thing",
+            Outcome::Two => "two things",
+            Outcome::Unsure => "cannot tell",
+            Outcome::Rejected => "rejected",
+            Outcome::Failed => "failed",
         };
         outln!(
             "entity {} {:?} / entity {} {:?}: {verdict} — {}",
