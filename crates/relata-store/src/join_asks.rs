@@ -196,7 +196,7 @@ impl Store {
             ),
         };
         let mut tx = self.pool.begin().await?;
-        let created = insert_join_job(&mut tx, &job_id, &call.version, state).await?;
+        let created = insert_join_job(&mut tx, &job_id, &call.version, &fingerprint, state).await?;
         if !created {
             tx.rollback().await?;
             return Ok(JoinCommit::AlreadyAsked);
@@ -251,6 +251,7 @@ async fn insert_join_job(
     tx: &mut sqlx::PgConnection,
     job_id: &JobId,
     v: &TaskVersion,
+    fingerprint: &str,
     state: JobState,
 ) -> Result<bool> {
     let created: Option<String> = sqlx::query_scalar(
@@ -260,7 +261,7 @@ async fn insert_join_job(
          ON CONFLICT (job_id) DO NOTHING RETURNING job_id",
     )
     .bind(job_id.as_str())
-    .bind(v.fingerprint())
+    .bind(fingerprint)
     .bind(&v.prompt_version)
     .bind(&v.schema_id)
     .bind(i32::try_from(v.schema_version).unwrap_or(i32::MAX))

@@ -65,6 +65,10 @@ pub fn classify_version() -> TaskVersion {
     TaskVersion::new(&CLASSIFY_V1, "classify-p1", "test-model")
 }
 
+pub fn join_version() -> TaskVersion {
+    TaskVersion::new(&relata_core::JOIN_V1, "join-p1", "test-model")
+}
+
 pub fn call(version: &TaskVersion) -> NewModelCall {
     let now = Utc::now();
     NewModelCall {

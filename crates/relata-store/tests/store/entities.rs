@@ -8,7 +8,7 @@
 use relata_store::Store;
 use relata_store::entities::{CanonicalEntity, Resolution};
 
-use crate::common::{TestDb, ada, call, classify_version, extract_doc, via};
+use crate::common::{TestDb, ada, call, classify_version, extract_doc, join_version, via};
 
 /// Commit a one-chunk document `doc` with the given entities (name, type) and one claim
 /// about the first; returns (entity ids in order, claim id).
@@ -756,13 +756,29 @@ async fn a_name_with_its_kind_and_two_dated_or_made_works_resolve_beside_the_com
     assert_eq!(s.resolve_entities().await.unwrap().changed, 0);
 }
 
+/// Commit an accepted `one` about `sides`: its proposal id and the candidate it is.
+async fn proposed(
+    s: &Store,
+    sides: [i64; 2],
+    answer: &relata_store::JoinAnswer<'_>,
+) -> (i64, relata_store::Candidate) {
+    let done = s.commit_join(sides, &call(&join_version()), answer).await;
+    match done.unwrap() {
+        relata_store::JoinCommit::Committed {
+            proposal_id: Some(proposal),
+            candidate: Some(candidate),
+        } => (proposal, candidate),
+        other => panic!("a `one` is a candidate: {other:?}"),
+    }
+}
+
 /// A model's join: each ask is a job with its call; a refused answer is one invalid
 /// output and no proposal; a `one` is a candidate the shipped policy holds for a person;
 /// nothing joins until a person approves it, and then re-resolution joins it in that
 /// person's name with the model's evidence; a rejected one joins nothing.
 #[tokio::test]
 async fn a_models_join_is_a_proposal_that_joins_only_once_a_person_approves_it() {
-    use relata_core::{CandidateId, Decision, JoinVerdict, Reason, RowKind, TaskVersion};
+    use relata_core::{CandidateId, Decision, JoinVerdict, Reason, RowKind};
     use relata_store::{JoinAnswer, JoinCommit};
 
     let db = TestDb::new().await;
@@ -780,7 +796,7 @@ async fn a_models_join_is_a_proposal_that_joins_only_once_a_person_approves_it()
     );
     assert!(s.join_sides(person, person).await.is_err());
 
-    let version = TaskVersion::new(&relata_core::JOIN_V1, "join-p1", "test-model");
+    let version = join_version();
     let jobs_before = db.count("jobs").await;
     // A refused answer: recorded once, no proposal.
     let refused = relata_validate::Rejection {
@@ -825,16 +841,7 @@ async fn a_models_join_is_a_proposal_that_joins_only_once_a_person_approves_it()
         start: 0,
         end: 42,
     };
-    let JoinCommit::Committed {
-        proposal_id: Some(proposal),
-        candidate: Some(candidate),
-    } = s
-        .commit_join([company, person], &call(&version), &answer)
-        .await
-        .unwrap()
-    else {
-        panic!("a `one` is a candidate");
-    };
+    let (proposal, candidate) = proposed(s, [company, person], &answer).await;
     assert_eq!(db.count("jobs").await, jobs_before + 2);
     let (state, task): (String, String) = sqlx::query_as(
         "SELECT j.state, m.task FROM entity_join_proposals p
@@ -950,8 +957,8 @@ async fn a_models_join_is_a_proposal_that_joins_only_once_a_person_approves_it()
 /// its revision does fails `relata evidence verify`.
 #[tokio::test]
 async fn a_rejected_proposal_joins_nothing_and_verify_reads_its_evidence() {
-    use relata_core::{CandidateId, Decision, JoinVerdict, RowKind, TaskVersion};
-    use relata_store::{JoinAnswer, JoinCommit};
+    use relata_core::{CandidateId, Decision, JoinVerdict, RowKind};
+    use relata_store::JoinAnswer;
 
     let db = TestDb::new().await;
     let s = &db.store;
@@ -959,7 +966,6 @@ async fn a_rejected_proposal_joins_nothing_and_verify_reads_its_evidence() {
     s.resolve_entities().await.unwrap();
     let (company, person) = (w.c.0[0], w.p.0[0]);
     let sides = s.join_sides(company, person).await.unwrap();
-    let version = TaskVersion::new(&relata_core::JOIN_V1, "join-p1", "test-model");
     let answer = JoinAnswer::Accepted {
         verdict: JoinVerdict::One,
         source_handle: "S1",
@@ -967,16 +973,7 @@ async fn a_rejected_proposal_joins_nothing_and_verify_reads_its_evidence() {
         start: 46,
         end: 57,
     };
-    let JoinCommit::Committed {
-        proposal_id: Some(proposal),
-        candidate: Some(candidate),
-    } = s
-        .commit_join([company, person], &call(&version), &answer)
-        .await
-        .unwrap()
-    else {
-        panic!("a `one` is a candidate");
-    };
+    let (proposal, candidate) = proposed(s, [company, person], &answer).await;
     s.promote_committed(&relata_core::Policy::shipped(), vec![candidate])
         .await
         .unwrap();
