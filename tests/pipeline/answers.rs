@@ -262,6 +262,26 @@ async fn ask_answers_abstains_and_degrades_without_ever_failing() {
         "the model was asked"
     );
 
+    // Passages about Marie Curie are found, but none gives a length: abstained without a
+    // model call; asked for a year they give, the model is asked.
+    let before = env.fake.chat_requests().len();
+    let (code, body, stderr) = ask(&env, "How tall was Marie Curie?");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(body["status"], "abstained", "{body}");
+    assert_ne!(body["sources"], serde_json::json!([]), "{body}");
+    assert_eq!(caveat_reasons(&body), ["figure_not_given"]);
+    assert_eq!(
+        env.fake.chat_requests().len(),
+        before,
+        "the model was asked"
+    );
+    env.fake.push([Behaviour::completion(
+        r#"{"answer": "Marie Curie was born in Warsaw in 1867 [S1].", "citations": ["S1"], "found": true}"#,
+    )]);
+    let (code, body, stderr) = ask(&env, "In what year was Marie Curie born?");
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(env.fake.chat_requests().len(), before + 1, "{body}");
+
     // The human output resolves citations to titles and quotes.
     env.fake.push([Behaviour::completion(
         r#"{"answer": "Marie Curie was born in Warsaw [S1].", "citations": ["S1"], "found": true}"#,
@@ -289,7 +309,8 @@ async fn ask_answers_abstains_and_degrades_without_ever_failing() {
         "{text}"
     );
 
-    // Every answer is recorded with its provenance; the no-source one has no call.
+    // Every answer is recorded with its provenance; those abstained before the model
+    // have no call.
     let store = env.store().await;
     let rows: Vec<AnswerRow> =
         sqlx::query_as("SELECT status, model, schema_sha256, reasons FROM answers ORDER BY id")
@@ -305,6 +326,8 @@ async fn ask_answers_abstains_and_degrades_without_ever_failing() {
             "degraded",
             "abstained",
             "abstained",
+            "abstained",
+            "answered",
             "answered",
             "degraded"
         ]
@@ -316,6 +339,8 @@ async fn ask_answers_abstains_and_degrades_without_ever_failing() {
     );
     assert_eq!(rows[1].3, ["degenerate", "uncited_answer"]);
     assert_eq!(rows[4].1, None);
+    assert_eq!(rows[5].1, None, "the figure not given");
+    assert_eq!(rows[6].1.as_deref(), Some("fake-model"));
 
     // Words only the second document has find it alone; the first document's claim
     // contradicts it, so its passage comes as a source the question did not find.

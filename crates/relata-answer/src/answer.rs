@@ -7,6 +7,7 @@ use relata_store::{AnswerCall, AttachedClaim, NewAnswer, Passage, Store, StoreEr
 use relata_validate::{AnswerConfig, AnswerJudgement, SourceText, judge_answer};
 use serde::Serialize;
 
+use crate::figure_asked::FigureKind;
 use crate::metrics::{AnswerFinished, AnswerMetrics};
 
 /// Longest question, in bytes.
@@ -117,6 +118,11 @@ pub const NO_SOURCES: &str = "no_sources";
 /// ([`crate::answerability`]).
 pub const NOT_IN_SOURCES: &str = "not_in_sources";
 
+/// The `reason` of the caveat that says the question asks for a kind of figure (a year,
+/// a length, a number …) that no retrieved sentence about what it names gives, so relata
+/// abstained without asking the model ([`crate::figure_asked`]).
+pub const FIGURE_NOT_GIVEN: &str = "figure_not_given";
+
 /// The `reason` of the caveat that says a stored claim was left out because its
 /// document's bytes no longer match its quote (an edit outside relata).
 pub const SOURCE_ALTERED: &str = "source_altered";
@@ -208,6 +214,7 @@ impl Answerer {
             altered,
             contradictions,
             unmentioned,
+            ungiven,
             retrieved,
         } = self.retrieve(question, k).await?;
 
@@ -228,7 +235,7 @@ impl Answerer {
         for (document_id, c) in &altered {
             out.caveats.push(source_altered(*document_id, c));
         }
-        let asked = match unanswerable(&sources, &unmentioned) {
+        let asked = match unanswerable(&sources, &unmentioned, ungiven) {
             Some(caveat) => {
                 out.answer = Some(ANSWER_ABSTENTION.to_owned());
                 out.caveats.push(caveat);
@@ -257,6 +264,7 @@ impl Answerer {
         let mut passages = self.store.retrieve_passages(question, k).await?;
         // Only read when a passage was found (otherwise every name is unmentioned).
         let unmentioned = crate::answerability::unmentioned_in(question, &passages);
+        let ungiven = crate::figure_asked::ungiven_in(question, &passages);
         let retrieved = passages.len();
         let other_side = self
             .store
@@ -292,6 +300,7 @@ impl Answerer {
             altered,
             contradictions,
             unmentioned,
+            ungiven,
             retrieved,
         })
     }
@@ -436,6 +445,8 @@ struct Retrieved {
     contradictions: Vec<ContradictionOut>,
     /// What the question names that no passage mentions.
     unmentioned: Vec<String>,
+    /// The kind of figure the question asks for, when no passage gives one.
+    ungiven: Option<FigureKind>,
     /// How many of `sources`, from the first, the question found; the rest were brought
     /// in by a contradiction.
     retrieved: usize,
@@ -455,6 +466,7 @@ struct Asked {
 fn unanswerable(
     sources: &[(Passage, Vec<AttachedClaim>)],
     unmentioned: &[String],
+    ungiven: Option<FigureKind>,
 ) -> Option<Caveat> {
     if sources.is_empty() {
         // Nothing to answer from: abstain without spending a model call.
@@ -477,7 +489,15 @@ fn unanswerable(
             ),
         })
     } else {
-        None
+        // The question asks for a figure of a kind that no sentence about its names
+        // gives: the sources cannot answer it either.
+        ungiven.map(|kind| Caveat {
+            reason: FIGURE_NOT_GIVEN,
+            detail: format!(
+                "the question asks for {}; no source gives one about what it names; the model was not asked",
+                kind.noun()
+            ),
+        })
     }
 }
 

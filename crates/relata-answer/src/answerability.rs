@@ -118,13 +118,24 @@ fn stem(w: &str) -> String {
 }
 
 /// True when `text` has a word beginning with `prefix` ("Curie" finds "Curie's").
-fn has_word_starting(text: &str, prefix: &str) -> bool {
+pub(crate) fn has_word_starting(text: &str, prefix: &str) -> bool {
     text.match_indices(prefix).any(|(at, _)| {
         text[..at]
             .chars()
             .next_back()
             .is_none_or(|c| !c.is_alphanumeric())
     })
+}
+
+/// The words of the names a question uses, as a passage must contain them: lowercased,
+/// without a possessive ending, joiners left out ("Bay of Bengal" → "bay", "bengal").
+pub(crate) fn name_words(question: &str) -> Vec<String> {
+    names(question)
+        .into_iter()
+        .flatten()
+        .filter(|w| !JOINERS.contains(&w.to_lowercase().as_str()))
+        .map(stem)
+        .collect()
 }
 
 /// [`unmentioned`] over retrieved passages, each read with its document's title.

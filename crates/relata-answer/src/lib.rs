@@ -10,7 +10,10 @@
 //!   every citation is a handle that was sent, so it resolves to a passage whose text is
 //!   the document's own bytes at its offsets. Warnings are kept as caveats.
 //! * `abstained` — no source was retrieved (the model is not asked, and a `no_sources`
-//!   caveat says so), or the model's valid response is the abstention sentence.
+//!   caveat says so), the question names what no source mentions (`not_in_sources`,
+//!   [`answerability`]) or asks for a kind of figure no source gives about what it names
+//!   (`figure_not_given`, [`figure_asked`]), both also without a model call; or the
+//!   model's valid response is the abstention sentence.
 //! * `degraded` — the response failed the gate: no prose, `sufficient: false`, the
 //!   retrieved sources intact, the stored contradictions between them, and every
 //!   rejection reason as a caveat. Each rejection is counted once on
@@ -40,12 +43,14 @@
 
 mod answer;
 pub mod answerability;
+pub mod figure_asked;
 pub mod listen;
 mod metrics;
 pub mod server;
 
 pub use answer::{
-    Answer, Answerer, AskError, CONTRADICTING_SOURCES, Caveat, ContradictionOut,
-    MAX_QUESTION_BYTES, NO_SOURCES, SOURCE_ALTERED, Source, SourceClaim, check_request,
+    Answer, Answerer, AskError, CONTRADICTING_SOURCES, Caveat, ContradictionOut, FIGURE_NOT_GIVEN,
+    MAX_QUESTION_BYTES, NO_SOURCES, NOT_IN_SOURCES, SOURCE_ALTERED, Source, SourceClaim,
+    check_request,
 };
 pub use metrics::{AnswerChecksConfigured, AnswerMetrics};

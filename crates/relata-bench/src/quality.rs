@@ -166,7 +166,15 @@ fn print_report(asked: &[Asked], usage: relata_store::measure::AnswerUsage) {
         let status = |s: &str| rows.iter().filter(|a| a.status == s).count();
         let before_model = rows
             .iter()
-            .filter(|a| a.has_caveat("not_in_sources") || a.has_caveat("no_sources"))
+            .filter(|a| {
+                [
+                    relata_answer::NO_SOURCES,
+                    relata_answer::NOT_IN_SOURCES,
+                    relata_answer::FIGURE_NOT_GIVEN,
+                ]
+                .iter()
+                .any(|r| a.has_caveat(r))
+            })
             .count();
         let mut degraded: std::collections::BTreeMap<&str, usize> = Default::default();
         for a in rows.iter().filter(|a| a.status == "degraded") {

@@ -21,9 +21,15 @@ struct Hit {
     sentence: Option<usize>,
 }
 
-/// A question, how many passages it found, where its gold stands, and what it names that
-/// no passage mentions.
-type Row<'a> = (&'a Question, usize, Vec<Hit>, Vec<String>);
+/// A question, how many passages it found, where its gold stands, what it names that no
+/// passage mentions, and the kind of figure it asks for that no passage gives.
+type Row<'a> = (
+    &'a Question,
+    usize,
+    Vec<Hit>,
+    Vec<String>,
+    Option<relata_answer::figure_asked::FigureKind>,
+);
 
 /// Ingest the set's corpus subset, ask every question's passages at `k`, print recall.
 pub async fn run(
@@ -79,7 +85,8 @@ pub async fn run(
             )?;
         }
         let unmentioned = relata_answer::answerability::unmentioned_in(&q.question, &passages);
-        rows.push((q, passages.len(), hits, unmentioned));
+        let ungiven = relata_answer::figure_asked::ungiven_in(&q.question, &passages);
+        rows.push((q, passages.len(), hits, unmentioned, ungiven));
     }
     print_report(&rows, k);
     world.teardown(keep).await;
@@ -148,27 +155,39 @@ fn print_report(rows: &[Row], k: usize) {
         disagreement.len(),
         share(both, disagreement.len())
     );
-    // relata's own answerability test (crate relata_answer::answerability): a question
-    // naming what no passage mentions is abstained without a model call.
+    // relata's own answerability tests (crate relata_answer): a question naming what no
+    // passage mentions, or asking for a kind of figure no passage gives about what it
+    // names, is abstained without a model call.
     for (kind, rows) in [
         ("answerable", &answerable),
         ("unanswerable", &unanswerable),
         ("disagreement", &disagreement),
     ] {
-        let abstained: Vec<_> = rows.iter().filter(|r| !r.3.is_empty()).collect();
+        let unmentioned = rows.iter().filter(|r| !r.3.is_empty()).count();
+        let figure: Vec<_> = rows
+            .iter()
+            .filter(|r| r.3.is_empty() && r.4.is_some())
+            .collect();
         println!(
-            "{kind}: abstained before the model (names or figures no passage mentions): {}",
-            share(abstained.len(), rows.len())
+            "{kind}: abstained before the model: {} (names or figures no passage mentions {}, then a kind of figure no passage gives {})",
+            share(unmentioned + figure.len(), rows.len()),
+            unmentioned,
+            figure.len()
         );
-        if kind != "unanswerable" {
-            for r in abstained {
-                println!(
-                    "  {}: {} (missing: {})",
-                    r.0.id,
-                    r.0.question,
-                    r.3.join(", ")
-                );
-            }
+        for r in rows
+            .iter()
+            .filter(|r| !r.3.is_empty() && kind != "unanswerable")
+        {
+            println!(
+                "  {}: {} (missing: {})",
+                r.0.id,
+                r.0.question,
+                r.3.join(", ")
+            );
+        }
+        for r in figure {
+            let noun = r.4.map_or("", |f| f.noun());
+            println!("  {}: {} (no passage gives {noun})", r.0.id, r.0.question);
         }
     }
     let missed: Vec<&str> = answerable

@@ -147,6 +147,7 @@ pub use outcome::{
 };
 pub use support::{DEFAULT_MIN_SHARE, SupportOpinion, SupportSettings};
 pub use text::MAX_DETAIL_CHARS;
+pub use text::SPELLED as SPELLED_NUMBERS;
 
 use relata_core::Handle;
 use std::collections::BTreeSet;

@@ -179,7 +179,7 @@ fn next_digit(b: &[u8], from: usize) -> usize {
 
 /// The whole numbers up to twenty as words, each at its value's index: what a source may
 /// spell out ("eleven Grammy Awards" for "11"), and the support check's small number words.
-pub(crate) const SPELLED: [&str; 21] = [
+pub const SPELLED: [&str; 21] = [
     "zero",
     "one",
     "two",
