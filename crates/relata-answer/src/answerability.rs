@@ -138,6 +138,24 @@ pub(crate) fn name_words(question: &str) -> Vec<String> {
         .collect()
 }
 
+/// True when `text` has a word beginning with `w`, or, for a word of a people ("Korean",
+/// "Russian"), the place's name as a whole word ("Korea", "Russia"): "How far is
+/// Vladivostok from the North Korean border?" is answered by "… the border with North
+/// Korea".
+fn mentions_word(text: &str, w: &str) -> bool {
+    has_word_starting(text, w)
+        || w.strip_suffix('n')
+            .filter(|place| place.ends_with('a') && place.chars().count() >= 4)
+            .is_some_and(|place| {
+                text.match_indices(place).any(|(at, _)| {
+                    let before = text[..at].chars().next_back();
+                    let after = text[at + place.len()..].chars().next();
+                    before.is_none_or(|c| !c.is_alphanumeric())
+                        && after.is_none_or(|c| !c.is_alphanumeric())
+                })
+            })
+}
+
 /// [`unmentioned`] over retrieved passages, each read with its document's title.
 pub fn unmentioned_in(question: &str, passages: &[relata_store::Passage]) -> Vec<String> {
     let texts: Vec<String> = passages
@@ -163,7 +181,7 @@ pub fn unmentioned(question: &str, passages: &[String]) -> Vec<String> {
             .collect();
         let found = lowered
             .iter()
-            .any(|p| required.iter().all(|w| has_word_starting(p, w)));
+            .any(|p| required.iter().all(|w| mentions_word(p, w)));
         if !found {
             missing.push(name.join(" "));
         }
@@ -224,5 +242,25 @@ mod tests {
             ["Leonardo Curie"]
         );
         assert_eq!(unmentioned("Was Arsaw a city?", &passages), ["Arsaw"]);
+    }
+
+    #[test]
+    fn a_word_of_a_people_finds_its_place_written_whole() {
+        let passages =
+            vec!["Vladivostok\nThe city lies near the border with North Korea.".to_owned()];
+        assert!(
+            unmentioned(
+                "How far is Vladivostok from the North Korean border?",
+                &passages
+            )
+            .is_empty()
+        );
+        assert_eq!(
+            unmentioned("Is Vladivostok near the Russian border?", &passages),
+            ["Russian"]
+        );
+        // Only the name itself, whole: "Bolivias" is not "Bolivia".
+        let avenue = vec!["Bolivias Avenue runs through the city.".to_owned()];
+        assert_eq!(unmentioned("Is it a Bolivian city?", &avenue), ["Bolivian"]);
     }
 }
