@@ -146,14 +146,17 @@ fn mentions_word(text: &str, w: &str) -> bool {
     has_word_starting(text, w)
         || w.strip_suffix('n')
             .filter(|place| place.ends_with('a') && place.chars().count() >= 4)
-            .is_some_and(|place| {
-                text.match_indices(place).any(|(at, _)| {
-                    let before = text[..at].chars().next_back();
-                    let after = text[at + place.len()..].chars().next();
-                    before.is_none_or(|c| !c.is_alphanumeric())
-                        && after.is_none_or(|c| !c.is_alphanumeric())
-                })
-            })
+            .is_some_and(|place| has_phrase(text, place))
+}
+
+/// True when `phrase` occurs in `text` between word boundaries ("korea" in "north
+/// korea.", not in "koreas").
+pub(crate) fn has_phrase(text: &str, phrase: &str) -> bool {
+    text.match_indices(phrase).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + phrase.len()..].chars().next();
+        before.is_none_or(|c| !c.is_alphanumeric()) && after.is_none_or(|c| !c.is_alphanumeric())
+    })
 }
 
 /// [`unmentioned`] over retrieved passages, each read with its document's title.

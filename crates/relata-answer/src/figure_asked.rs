@@ -18,7 +18,7 @@
 //! whether a figure the sources give answers the question stays the model's and the
 //! gate's to judge.
 
-use crate::answerability;
+use crate::answerability::{self, has_phrase};
 
 /// The kinds of figure a question can be read as asking for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -212,15 +212,6 @@ const SPELLED_MORE: &[&str] = &[
 const REFERRING: &[&str] = &[
     "it", "its", "they", "their", "this", "these", "those", "he", "she", "his", "her",
 ];
-
-/// True when `phrase` occurs in `text` (both lowercase) between word boundaries.
-fn has_phrase(text: &str, phrase: &str) -> bool {
-    text.match_indices(phrase).any(|(at, _)| {
-        let before = text[..at].chars().next_back();
-        let after = text[at + phrase.len()..].chars().next();
-        before.is_none_or(|c| !c.is_alphanumeric()) && after.is_none_or(|c| !c.is_alphanumeric())
-    })
-}
 
 /// The kind of figure `question` asks for, when its wording says.
 pub fn asked(question: &str) -> Option<FigureKind> {
