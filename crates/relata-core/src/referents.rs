@@ -60,15 +60,32 @@ pub fn shown(
     spans: &[(usize, usize)],
     names: &[String],
 ) -> Vec<String> {
-    hints(text, title, spans, names)
+    shown_with_names(text, title, spans, names)
+        .into_iter()
+        .map(|(shown, _)| shown)
+        .collect()
+}
+
+/// [`shown`], each sentence with the name written into it, when one was, and the index of
+/// the sentence that gave that name ([`referents`]): a sentence shown with a name must be
+/// read with that name, as the prompt showed it.
+pub fn shown_with_names(
+    text: &str,
+    title: Option<&str>,
+    spans: &[(usize, usize)],
+    names: &[String],
+) -> Vec<(String, Option<(String, usize)>)> {
+    referents(text, title, spans, names)
         .into_iter()
         .zip(spans)
         .enumerate()
-        .map(|(k, (hint, &(s, e)))| {
+        .map(|(k, (referent, &(s, e)))| {
             let flat = text[s..e].split_whitespace().collect::<Vec<_>>().join(" ");
-            let Some(name) = hint else { return flat };
+            let Some((name, from)) = referent else {
+                return (flat, None);
+            };
             if let Some(shown) = written_in(&flat, &name) {
-                return shown;
+                return (shown, Some((name, from)));
             }
             // A phrase is written as the name only where an earlier sentence says the
             // named thing is one ("… is a 1968 epic science fiction film. The film
@@ -82,9 +99,12 @@ pub fn shown(
                 Some(Reference::Phrase(noun))
                     if proper && is_class_of(text, before, &name, &noun) =>
                 {
-                    phrase_written_in(&flat, &noun, &name).unwrap_or(flat)
+                    match phrase_written_in(&flat, &noun, &name) {
+                        Some(shown) => (shown, Some((name, from))),
+                        None => (flat, None),
+                    }
                 }
-                _ => flat,
+                _ => (flat, None),
             }
         })
         .collect()
@@ -196,6 +216,21 @@ pub fn hints(
     spans: &[(usize, usize)],
     names: &[String],
 ) -> Vec<Option<String>> {
+    referents(text, title, spans, names)
+        .into_iter()
+        .map(|r| r.map(|(name, _)| name))
+        .collect()
+}
+
+/// [`hints`], each with the index of the sentence that gave its name (the one before, or
+/// further back when the sentences between refer back too): what the gate reads a
+/// sentence whose name [`shown`] wrote in with, and how far back its quote reaches.
+pub fn referents(
+    text: &str,
+    title: Option<&str>,
+    spans: &[(usize, usize)],
+    names: &[String],
+) -> Vec<Option<(String, usize)>> {
     let title = title.and_then(|t| crate::names::title_in(text, t));
     let sentence = |k: usize| &text[spans[k].0..spans[k].1];
     // Per sentence: the name its reference most likely stands for, and the sentence
@@ -218,7 +253,7 @@ pub fn hints(
             }
             _ => true,
         });
-        out.push(referent.as_ref().filter(|_| sure).map(|(n, _)| n.clone()));
+        out.push(referent.clone().filter(|_| sure));
         chain.push(referent);
         before_refers = reference.is_some();
     }

@@ -260,8 +260,11 @@ pub(crate) fn judge_extract(
         ExtractShape::Shown => {
             let sentences = relata_core::sentences::handled(source);
             let names = relata_core::names::candidates(source, title);
-            let shown = relata_core::referents::shown(source, title, &sentences, &names);
-            (shown, Some((sentences, names)))
+            let (shown, written) =
+                relata_core::referents::shown_with_names(source, title, &sentences, &names)
+                    .into_iter()
+                    .unzip();
+            (shown, Some((sentences, names, written)))
         }
         _ => (Vec::new(), None),
     };
@@ -515,8 +518,13 @@ fn keyed_claim<'j>(
     })
 }
 
-/// A chunk's sentences (byte spans, as handles number them) and its names, read once.
-type ReadChunk = (Vec<(usize, usize)>, Vec<String>);
+/// A chunk's sentences (byte spans, as handles number them), its names, and the name
+/// written into each sentence as shown with the sentence that gave it, read once.
+type ReadChunk = (
+    Vec<(usize, usize)>,
+    Vec<String>,
+    Vec<Option<(String, usize)>>,
+);
 
 /// The chunk every row of one response is judged against.
 struct Chunk<'s> {
@@ -530,6 +538,10 @@ struct Chunk<'s> {
     /// prompt's do.
     title: Option<&'s str>,
     names: std::cell::OnceCell<Vec<String>>,
+    /// Per sentence, the name the prompt wrote into it and the sentence that gave it
+    /// ([`relata_core::referents::shown_with_names`]); empty for a contract that shows
+    /// sentences as written.
+    written: Vec<Option<(String, usize)>>,
 }
 
 impl<'s> Chunk<'s> {
@@ -541,11 +553,14 @@ impl<'s> Chunk<'s> {
         config: &'s GateConfig,
         opinion: Option<&'s dyn SupportOpinion>,
     ) -> Chunk<'s> {
-        let (sentences, names) = match read {
-            Some((sentences, names)) => (sentences, std::cell::OnceCell::from(names)),
+        let (sentences, names, written) = match read {
+            Some((sentences, names, written)) => {
+                (sentences, std::cell::OnceCell::from(names), written)
+            }
             None => (
                 relata_core::sentences::handled(text),
                 std::cell::OnceCell::new(),
+                Vec::new(),
             ),
         };
         Chunk {
@@ -556,6 +571,7 @@ impl<'s> Chunk<'s> {
             support: Support::new(config.support()),
             opinion,
             names,
+            written,
         }
     }
 
@@ -609,9 +625,22 @@ impl Chunk<'_> {
             r.refers_back()
         };
         let mut referred = false;
+        // Names the prompt wrote into the source's sentences ("It was a landmark work …"
+        // shown as "Al-Jabr was …"), read last, each reaching back to the sentence that
+        // gave it: the sentence as shown is judged as the model was shown it.
+        let mut written = Vec::new();
         for (j, &(s, e)) in self.sentences.iter().enumerate() {
             if e <= start || s >= end {
                 continue;
+            }
+            // A name in lowercase ("nocturnes" for "They") is a common noun: which ones is
+            // still the document's to say.
+            if s >= start
+                && let Some(Some((name, from))) = self.written.get(j)
+                && name.starts_with(|c: char| !c.is_lowercase())
+                && let Some(&(from_start, _)) = self.sentences.get(*from)
+            {
+                written.push((name.clone(), from_start));
             }
             if s < start {
                 // The quote begins after this sentence's opening: its subject is the
@@ -636,6 +665,13 @@ impl Chunk<'_> {
             && s < start
         {
             add(&mut context, s, e);
+        }
+        for (name, from_start) in written {
+            if context.phrases.contains(&name) {
+                continue;
+            }
+            context.phrases.push(name);
+            context.starts.push(from_start);
         }
         (!context.phrases.is_empty()).then_some(context)
     }
