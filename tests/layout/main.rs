@@ -80,13 +80,17 @@ const WORKSPACE_RULES: &[(&str, &[&str])] = &[
         "relata-testkit",
         &["relata-core", "relata-queue", "relata-store"],
     ),
-    // Benchmarks; the gate only to time the answer gate in process (`relata-bench answer`),
-    // the answer crate only to measure its answerability test (`relata-bench retrieval`).
+    // Benchmarks; the gate only to time the answer gate in process (`relata-bench answer`)
+    // and to judge what a copying model could store (`relata-bench ceiling`, with the
+    // schema the model crate sends and the producer's chunks), the answer crate only to
+    // measure its answerability test (`relata-bench retrieval`).
     (
         "relata-bench",
         &[
             "relata-answer",
             "relata-core",
+            "relata-model",
+            "relata-producer",
             "relata-queue",
             "relata-store",
             "relata-testkit",

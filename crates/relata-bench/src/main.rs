@@ -12,12 +12,15 @@
 //! - `retrieval`: recall of the labelled question set's gold passages (no model).
 //! - `quality`: the labelled question set asked of the real model: answered, abstained and
 //!   degraded shares, answers matching the gold answer, citations flagged unsupported.
+//! - `ceiling`: what a model that only copies sentences could store under the shipped
+//!   gate (no model, no store).
 //! - `answer`: the answer path's own cost (retrieval + validation, and the whole
 //!   `POST /v1/answers`) with an instant fake model over a few hundred documents.
 
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 
 mod answer;
+mod ceiling;
 mod overhead;
 mod quality;
 mod real;
@@ -119,6 +122,20 @@ enum Cmd {
               value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(1..))]
         every: usize,
     },
+    /// What a model that only picks a subject and points at its sentence could store:
+    /// every subject the extract schema allows, statement `null`, judged by the shipped
+    /// gate. No model, no store.
+    Ceiling {
+        /// The summaries file (title → {title, extract}).
+        #[arg(long, env = "RELATA_REAL_MODEL_SUMMARIES")]
+        summaries: PathBuf,
+        /// The first N summaries in title order (as `real` takes them).
+        #[arg(long, default_value_t = 24)]
+        docs: usize,
+        /// Print every sentence with its outcome.
+        #[arg(long)]
+        show: bool,
+    },
     /// The reliability scenarios.
     Reliability {
         #[arg(long, value_enum, default_value = "small")]
@@ -180,6 +197,20 @@ async fn overhead_pairs(
 async fn main() -> Result<()> {
     let cli = Cli::parse();
     let _ = rustls::crypto::ring::default_provider().install_default();
+    // The one subcommand that runs no relata process.
+    if let Cmd::Ceiling {
+        summaries,
+        docs,
+        show,
+    } = &cli.command
+    {
+        println!(
+            "machine: {}; load average {}",
+            world::machine(),
+            world::loadavg()
+        );
+        return ceiling::run(summaries, *docs, *show);
+    }
     let relata = world::relata_binary(cli.relata.as_deref())?;
     println!(
         "machine: {}; load average {}; relata {}",
@@ -232,6 +263,7 @@ async fn main() -> Result<()> {
             let run = answer::run(&relata, docs, questions, cli.keep).await?;
             answer::print(run);
         }
+        Cmd::Ceiling { .. } => unreachable!("handled before a relata binary is looked for"),
         Cmd::Retrieval { set } => {
             retrieval::run(&relata, &set.summaries, &set.questions, set.k, cli.keep).await?;
         }

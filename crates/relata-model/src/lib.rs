@@ -130,8 +130,8 @@ pub use prompt::{
     EXTRACT_PROMPT_VERSION, ExtractPrompt, JOIN_PROMPT_VERSION, JoinSide, Messages, PROBE_DOCUMENT,
     Prompts, SchemaRef, SchemaRegistry, answer_messages, classify_messages, contract,
     extract_messages, extract_schema_sent, extract_schema_sent_p3, extract_schema_sent_p4,
-    extract_schema_sent_p7, join_messages, join_schema_sent, p3_bounds, p4_bounds, p4_names,
-    p4_sentences, prompt_version, sent_bounds,
+    extract_schema_sent_p7, extract_schema_sent_p9, extract_schema_sent_p10, join_messages,
+    join_schema_sent, p3_bounds, p4_bounds, p4_names, p4_sentences, prompt_version, sent_bounds,
 };
 pub use redact::{ApiKey, REDACTED, excerpt, redact};
 pub use wire::{MAX_USAGE_TOKENS, Usage, response_format, schema_sent, schema_sha256};
