@@ -988,6 +988,17 @@ const INTRODUCERS: &[&str] = &[
     "outside",
     "inside",
     "besides",
+    "alongside",
+    "across",
+    "against",
+    "amid",
+    "behind",
+    "beside",
+    "toward",
+    "towards",
+    "except",
+    "apart",
+    "compared",
     "however",
     "today",
     "originally",
@@ -2027,7 +2038,11 @@ fn past_introduction(all: &[Piece<'_>]) -> Result<usize, &'static str> {
         // "Widely regarded as …", "Strongly influenced by …": an adverb and a participle.
         let adverb_participle = l.ends_with("ly")
             && matches!(all.get(i + 1), Some(Piece::Word(n)) if n.lower.ends_with("ed"));
-        let participle = in_list(INTRODUCERS, l) || adverb_participle;
+        // "Along with the peach, it …", "Together with sloths, they …"; not "Along the
+        // River During the Qingming Festival", a title.
+        let with = matches!(l, "along" | "together")
+            && matches!(all.get(i + 1), Some(Piece::Word(n)) if n.lower == "with");
+        let participle = in_list(INTRODUCERS, l) || adverb_participle || with;
         let subordinate = in_list(SUBORDINATORS, l);
         if !(participle || subordinate) {
             break;
@@ -2035,6 +2050,18 @@ fn past_introduction(all: &[Piece<'_>]) -> Result<usize, &'static str> {
         // A word that both introduces and may be a subject ("There", "However" without a
         // comma) is only skipped when a comma follows.
         match all[i..].iter().position(|p| matches!(p, Piece::Comma)) {
+            // A copula before the comma, with no relative word before it, shows the phrase
+            // was the subject itself: a title ("Along the River During the Qingming
+            // Festival is …", "On the Road is …") or an opening with no comma ("During
+            // ancient times the Acropolis of Athens was …, after …").
+            // ("There are two species, …" is read as before: "There" opens no phrase.)
+            Some(c)
+                if !subordinate
+                    && !matches!(l, "there" | "here")
+                    && opens_the_clause(&all[i + 1..i + c]) =>
+            {
+                break;
+            }
             Some(c) => i += c + 1,
             None if subordinate => return Err("a subordinate clause with no main clause"),
             None if l.ends_with("ed") || l.ends_with("ing") || l == "born" || adverb_participle => {
@@ -2044,6 +2071,28 @@ fn past_introduction(all: &[Piece<'_>]) -> Result<usize, &'static str> {
         }
     }
     Ok(i)
+}
+
+/// Whether the words after an introducer, up to its comma, hold a copula or auxiliary
+/// that no relative or subordinating word or personal pronoun comes before ("By the time
+/// he was finishing …," is a clause of its own): then they are the main clause.
+fn opens_the_clause(phrase: &[Piece<'_>]) -> bool {
+    for p in phrase {
+        if let Piece::Word(w) = p {
+            let l = w.lower.as_str();
+            if in_list(RELATIVES, l)
+                || in_list(SUBORDINATORS, l)
+                || in_list(PERSONAL, l)
+                || l == "that"
+            {
+                return false;
+            }
+            if in_list(AUXILIARIES, l) {
+                return true;
+            }
+        }
+    }
+    false
 }
 
 /// The main clause's words, with non-restrictive relative clauses (", which …,") left out.
@@ -2278,9 +2327,31 @@ mod tests {
             "2001: A Space Odyssey stars Keir Dullea and Gary Lockwood.",
             "The acrobatics of China are famous.",
             "Directed by Stanley Kubrick, the 1968 film 2001 was a success.",
+            // An opening phrase with no comma of its own, and titles that open like one.
+            "During ancient times the Acropolis of Athens was known as Cecropia, after Cecrops.",
+            "On the Road is a 1957 novel by Jack Kerouac, inspired by his travels.",
+            "Along the River During the Qingming Festival is a handscroll, copied many times.",
+            "By the time he was finishing the novel, Tolstoy was in an anguished state of mind.",
         ] {
             assert_eq!(opening(s), Opening::Subject, "{s}");
         }
+    }
+
+    #[test]
+    fn a_phrase_with_its_comma_is_skipped_to_the_subject_after_it() {
+        assert_eq!(
+            opening("Along with the Psittacoidea, they make up the order Psittaciformes."),
+            Opening::Pronoun("they".into())
+        );
+        assert_eq!(
+            opening("Together with sloths, they are within the order Pilosa."),
+            Opening::Pronoun("they".into())
+        );
+        assert_eq!(
+            opening("Except in one book, the protagonists are all children."),
+            Opening::Definite("the protagonists".into())
+        );
+        assert_eq!(np("In 1968, Kubrick released the film."), "Kubrick");
     }
 
     #[test]
