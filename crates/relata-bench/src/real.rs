@@ -11,25 +11,59 @@ use crate::overhead::ledger_figures;
 use crate::responder::{Mode, Responder};
 use crate::world::{World, clock_ticks, wait_sampling};
 
-/// The summaries file (a JSON object: title → {title, extract, ...}) as JSONL, the first
-/// `limit` documents (all when `None`). Returns how many were written.
-pub fn summaries_to_jsonl(summaries: &Path, out: &Path, limit: Option<usize>) -> Result<usize> {
+/// One summary of the summaries file: its key, title and text.
+pub struct Summary {
+    pub id: String,
+    pub title: String,
+    pub text: String,
+}
+
+/// The summaries file (a JSON object: title → {title, extract, ...}), the first `limit`
+/// documents in its order (all when `None`).
+pub fn summaries(summaries: &Path, limit: Option<usize>) -> Result<Vec<Summary>> {
     let text = std::fs::read_to_string(summaries)
         .with_context(|| format!("reading {}", summaries.display()))?;
-    let data: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text)?;
+    let data: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&text)
+        .with_context(|| {
+            format!(
+                "{} is not a summaries file (a JSON object: title → {{title, extract}})",
+                summaries.display()
+            )
+        })?;
+    Ok(data
+        .iter()
+        .take(limit.unwrap_or(usize::MAX))
+        .map(|(key, v)| Summary {
+            id: key.clone(),
+            title: v
+                .get("title")
+                .and_then(|t| t.as_str())
+                .unwrap_or(key)
+                .to_owned(),
+            text: v
+                .get("extract")
+                .and_then(|t| t.as_str())
+                .unwrap_or("")
+                .to_owned(),
+        })
+        .collect())
+}
+
+/// The summaries file as JSONL, the first `limit` documents (all when `None`). Returns
+/// how many were written.
+pub fn summaries_to_jsonl(
+    summaries_file: &Path,
+    out: &Path,
+    limit: Option<usize>,
+) -> Result<usize> {
+    let docs = summaries(summaries_file, limit)?;
     let mut f = std::io::BufWriter::new(std::fs::File::create(out)?);
-    let mut n = 0;
-    for (title, v) in data.iter().take(limit.unwrap_or(usize::MAX)) {
-        let line = serde_json::json!({
-            "id": title,
-            "title": v.get("title").and_then(|t| t.as_str()).unwrap_or(title),
-            "text": v.get("extract").and_then(|t| t.as_str()).unwrap_or(""),
-        });
+    for doc in &docs {
+        let line = serde_json::json!({"id": doc.id, "title": doc.title, "text": doc.text});
         writeln!(f, "{line}")?;
-        n += 1;
     }
     f.flush()?;
-    Ok(n)
+    Ok(docs.len())
 }
 
 async fn print_store(world: &World) -> Result<()> {
