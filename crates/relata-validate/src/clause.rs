@@ -21,8 +21,11 @@
 //! kept as separators. An introductory phrase is skipped up to its comma: a subordinate
 //! clause ("Although …,", "When …,"), a participle ("Directed by …,", "Born in …,") or a
 //! prepositional phrase ("In 1968,", "In archaeology,"); with no comma after it there is
-//! no main clause. The **finite verb** is the first word that is an auxiliary or copula
-//! (`is`, `was`, `has`, `can`, …), an irregular past form (`became`, `won`, `wrote`, …),
+//! no main clause. An opening phrase other than a subordinate clause whose words before
+//! the comma hold a copula or auxiliary is not skipped: it was the subject ("On the Road
+//! is …", "During ancient times the Acropolis was …, after …"). The **finite verb** is
+//! the first word that is an auxiliary or copula (`is`, `was`, `has`, `can`, …), an
+//! irregular past form (`became`, `won`, `wrote`, …),
 //! a verb of the lexicon below in its base, `-s` or `-ed` form, or another lowercase word
 //! in `-ed` that follows no determiner or preposition ("opened", not "the painted
 //! ceiling"). A non-restrictive relative clause (", which …,", ", who …,") is skipped. The
@@ -2050,11 +2053,11 @@ fn past_introduction(all: &[Piece<'_>]) -> Result<usize, &'static str> {
         // A word that both introduces and may be a subject ("There", "However" without a
         // comma) is only skipped when a comma follows.
         match all[i..].iter().position(|p| matches!(p, Piece::Comma)) {
-            // A copula before the comma, with no relative word before it, shows the phrase
-            // was the subject itself: a title ("Along the River During the Qingming
-            // Festival is …", "On the Road is …") or an opening with no comma ("During
-            // ancient times the Acropolis of Athens was …, after …").
-            // ("There are two species, …" is read as before: "There" opens no phrase.)
+            // A copula before the comma, with no relative word, subordinator or personal
+            // pronoun before it ([`opens_the_clause`]), shows the phrase was the subject:
+            // a title ("Along the River During the Qingming Festival is …", "On the Road
+            // is …") or an opening with no comma ("During ancient times the Acropolis of
+            // Athens was …, after …"). "There are two species, …" is read as before.
             Some(c)
                 if !subordinate
                     && !matches!(l, "there" | "here")
